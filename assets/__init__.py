@@ -1,0 +1,1 @@
+"""The Dagster code location: ingestion assets, their checks, resources and `Definitions`."""

@@ -1,0 +1,40 @@
+"""Resources of the ingestion graph, chosen from settings in one place."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from functools import cached_property
+
+from dagster import ConfigurableResource
+
+from pipelines.indexing import BuildRequest
+from pipelines.profiles import Stores, open_stores
+from pipelines.settings import Settings
+
+
+@dataclass
+class IngestionEnv:
+    """What every ingestion asset needs: settings, the build request, and the stores of the profile."""
+
+    settings: Settings
+    request: BuildRequest
+    _stores: Stores | None = field(default=None, repr=False)
+
+    @property
+    def stores(self) -> Stores:
+        if self._stores is None:
+            self._stores = open_stores(self.settings)
+        return self._stores
+
+
+class IngestionResource(ConfigurableResource):  # type: ignore[type-arg]
+    """Settings for `dagster dev`: read from the environment like every other ragline entry point."""
+
+    source: str | None = None
+    strategy: str | None = None
+
+    @cached_property
+    def env(self) -> IngestionEnv:
+        settings = Settings()
+        strategies = (self.strategy,) if self.strategy else None
+        return IngestionEnv(settings, BuildRequest.from_settings(settings, source=self.source, strategies=strategies))

@@ -1,0 +1,1 @@
+"""Evaluation: golden-set scoring of retrieval and answers, per-node A/B, benchmarks and reports."""

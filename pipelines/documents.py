@@ -1,0 +1,60 @@
+"""The records that flow through ingestion: documents and chunks (DESIGN.md, Contracts)."""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+
+def sha256_text(text: str) -> str:
+    return hashlib.sha256(text.encode("utf-8")).hexdigest()
+
+
+@dataclass(frozen=True)
+class Document:
+    """One source document. `document_id` is its path relative to the source root."""
+
+    document_id: str
+    source_uri: str
+    text: str
+    content_hash: str
+    fetched_at: str
+    title: str = ""
+    language: str = "en"
+
+
+@dataclass(frozen=True)
+class Chunk:
+    chunk_id: str
+    document_id: str
+    title: str
+    heading_path: list[str]
+    anchor: str
+    source_uri: str
+    strategy: str
+    language: str
+    position: int
+    text: str
+    context_text: str | None = None
+    token_count: int = 0
+    extra: dict[str, Any] = field(default_factory=dict)
+
+    def payload(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_payload(cls, payload: dict[str, Any]) -> Chunk:
+        names = cls.__dataclass_fields__
+        return cls(**{k: v for k, v in payload.items() if k in names})
+
+    @property
+    def generation_text(self) -> str:
+        """What the generator sees: the wider context when the strategy indexes less."""
+        return self.context_text or self.text
+
+
+def make_chunk_id(document_id: str, strategy: str, position: int) -> str:
+    """Stable, short, marker-safe id: the same document, strategy and position give the same id."""
+    digest = hashlib.blake2b(f"{document_id}\x00{strategy}\x00{position}".encode(), digest_size=6).hexdigest()
+    return f"{digest}-{position}"

@@ -1,0 +1,65 @@
+"""Ports: what the graphs need from the outside world, as Protocols. One adapter module per system."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Protocol, runtime_checkable
+
+import numpy as np
+
+from pipelines.bm25 import SparseVector
+from pipelines.documents import Chunk
+
+
+class StoreUnavailable(RuntimeError):
+    """A store (vectors, registry) cannot be reached or read: callers fail closed with a 503."""
+
+
+@dataclass(frozen=True)
+class Hit:
+    chunk: Chunk
+    score: float
+
+
+@runtime_checkable
+class Embedder(Protocol):
+    @property
+    def dimension(self) -> int: ...
+
+    def count_tokens(self, text: str) -> int: ...
+
+    def embed_passages(
+        self, texts: Sequence[str], batch_size: int = ..., progress: Callable[[int, int], None] | None = ...
+    ) -> np.ndarray: ...
+
+    def embed_query(self, text: str) -> np.ndarray: ...
+
+
+@runtime_checkable
+class VectorIndex(Protocol):
+    """One built index version: dense and BM25 sparse vectors of every chunk, with payload."""
+
+    def dense_search(self, vector: np.ndarray, limit: int, strategy: str | None = None) -> list[Hit]: ...
+
+    def sparse_search(self, vector: SparseVector, limit: int, strategy: str | None = None) -> list[Hit]: ...
+
+    def count(self) -> int: ...
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class VectorIndexWriter(Protocol):
+    def upsert(self, chunks: Sequence[Chunk], dense: np.ndarray, sparse: Sequence[SparseVector]) -> None: ...
+
+    def count(self) -> int: ...
+
+    def close(self) -> None: ...
+
+
+@runtime_checkable
+class Cache(Protocol):
+    def get(self, key: str) -> dict[str, Any] | None: ...
+
+    def set(self, key: str, value: dict[str, Any], ttl_seconds: int) -> None: ...

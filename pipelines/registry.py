@@ -1,0 +1,189 @@
+"""The PostgreSQL registry of index versions: which builds exist, their checks, and which is active.
+
+Every process reads the active version from here (never from memory), so an index activated by a
+build in one process is picked up by servers in others.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import re
+from dataclasses import dataclass, field
+from typing import Any
+
+import psycopg
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+
+from pipelines.ports import StoreUnavailable
+
+STATES = ("building", "checked", "active", "retired", "failed")
+
+
+@dataclass
+class IndexVersion:
+    version: str
+    source: str
+    fingerprint: str
+    embedding: dict[str, Any]
+    chunk_settings: dict[str, Any]
+    strategies: list[str]
+    languages: list[str]
+    location: str
+    state: str = "building"
+    document_count: int = 0
+    chunk_count: int = 0
+    avg_doc_length: float = 0.0
+    checks: dict[str, Any] = field(default_factory=dict)
+    timings: dict[str, float] = field(default_factory=dict)
+    created_at: dt.datetime | None = None
+    activated_at: dt.datetime | None = None
+
+    def summary(self) -> dict[str, Any]:
+        return {
+            "content_version": self.version,
+            "embedding_fingerprint": self.fingerprint,
+            "embedding": self.embedding,
+            "source": self.source,
+            "state": self.state,
+            "strategies": self.strategies,
+            "languages": self.languages,
+            "documents": self.document_count,
+            "chunks": self.chunk_count,
+            "chunk_settings": self.chunk_settings,
+            "checks": self.checks,
+            "timings": self.timings,
+            "location": self.location,
+            "created_at": self.created_at.isoformat() if self.created_at else None,
+            "activated_at": self.activated_at.isoformat() if self.activated_at else None,
+        }
+
+
+_COLUMNS = [
+    "version",
+    "source",
+    "fingerprint",
+    "embedding",
+    "chunk_settings",
+    "strategies",
+    "languages",
+    "location",
+    "state",
+    "document_count",
+    "chunk_count",
+    "avg_doc_length",
+    "checks",
+    "timings",
+]
+_JSON = {"embedding", "chunk_settings", "checks", "timings"}
+
+
+class Registry:
+    def __init__(self, dsn: str, schema: str = "ragline") -> None:
+        if not re.fullmatch(r"[a-z_][a-z0-9_]*", schema):
+            raise ValueError(f"invalid registry schema name {schema!r}")
+        self.dsn, self.schema = dsn, schema
+        self._ensured = False
+
+    def _connect(self) -> psycopg.Connection[dict[str, Any]]:
+        try:
+            conn = psycopg.connect(self.dsn, row_factory=dict_row, connect_timeout=5, autocommit=False)
+        except psycopg.OperationalError as exc:
+            raise StoreUnavailable(f"index registry unreachable: {exc}") from exc
+        if not self._ensured:
+            self._ensure(conn)
+        return conn
+
+    def _ensure(self, conn: psycopg.Connection[dict[str, Any]]) -> None:
+        s = self.schema
+        with conn.cursor() as cur:
+            cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"ragline-registry-{s}",))
+            cur.execute(f"CREATE SCHEMA IF NOT EXISTS {s}")
+            cur.execute(
+                f"""CREATE TABLE IF NOT EXISTS {s}.index_versions (
+                    version text PRIMARY KEY,
+                    source text NOT NULL,
+                    fingerprint text NOT NULL,
+                    embedding jsonb NOT NULL,
+                    chunk_settings jsonb NOT NULL,
+                    strategies text[] NOT NULL,
+                    languages text[] NOT NULL,
+                    location text NOT NULL,
+                    state text NOT NULL CHECK (state IN ('building','checked','active','retired','failed')),
+                    document_count integer NOT NULL DEFAULT 0,
+                    chunk_count integer NOT NULL DEFAULT 0,
+                    avg_doc_length double precision NOT NULL DEFAULT 0,
+                    checks jsonb NOT NULL DEFAULT '{{}}',
+                    timings jsonb NOT NULL DEFAULT '{{}}',
+                    created_at timestamptz NOT NULL DEFAULT now(),
+                    activated_at timestamptz
+                )"""
+            )
+            cur.execute(
+                f"CREATE UNIQUE INDEX IF NOT EXISTS index_versions_one_active "
+                f"ON {s}.index_versions ((true)) WHERE state = 'active'"
+            )
+        conn.commit()
+        self._ensured = True
+
+    def record(self, entry: IndexVersion) -> None:
+        """Insert or replace a version (a rebuild of the same content starts over as `building`)."""
+        values = [Jsonb(getattr(entry, c)) if c in _JSON else getattr(entry, c) for c in _COLUMNS]
+        updates = ", ".join(f"{c} = EXCLUDED.{c}" for c in _COLUMNS[1:])
+        with self._connect() as conn:
+            conn.execute(
+                f"INSERT INTO {self.schema}.index_versions ({', '.join(_COLUMNS)}) "
+                f"VALUES ({', '.join(['%s'] * len(_COLUMNS))}) "
+                f"ON CONFLICT (version) DO UPDATE SET {updates}, created_at = now()",
+                values,
+            )
+
+    def update(self, version: str, **fields: Any) -> None:
+        unknown = set(fields) - set(_COLUMNS)
+        if unknown or fields.get("state", "building") not in STATES:
+            raise ValueError(f"cannot update {sorted(unknown) or fields.get('state')}")
+        assigns = ", ".join(f"{k} = %s" for k in fields)
+        values = [Jsonb(v) if k in _JSON else v for k, v in fields.items()]
+        with self._connect() as conn:
+            conn.execute(f"UPDATE {self.schema}.index_versions SET {assigns} WHERE version = %s", [*values, version])
+
+    def activate(self, version: str) -> IndexVersion:
+        """Make `version` the active index; the previous one is retired but kept for rollback."""
+        with self._connect() as conn:
+            row = conn.execute(
+                f"SELECT state FROM {self.schema}.index_versions WHERE version = %s FOR UPDATE", (version,)
+            ).fetchone()
+            if row is None:
+                raise KeyError(f"no index version {version!r}")
+            if row["state"] not in ("checked", "retired", "active"):
+                raise ValueError(f"version {version} is {row['state']}; only checked or retired versions activate")
+            conn.execute(
+                f"UPDATE {self.schema}.index_versions SET state = 'retired' WHERE state = 'active' AND version <> %s",
+                (version,),
+            )
+            conn.execute(
+                f"UPDATE {self.schema}.index_versions SET state = 'active', activated_at = now() WHERE version = %s",
+                (version,),
+            )
+        active = self.get(version)
+        assert active is not None
+        return active
+
+    def get(self, version: str) -> IndexVersion | None:
+        with self._connect() as conn:
+            row = conn.execute(f"SELECT * FROM {self.schema}.index_versions WHERE version = %s", (version,)).fetchone()
+        return IndexVersion(**row) if row else None
+
+    def active(self) -> IndexVersion | None:
+        with self._connect() as conn:
+            row = conn.execute(f"SELECT * FROM {self.schema}.index_versions WHERE state = 'active'").fetchone()
+        return IndexVersion(**row) if row else None
+
+    def versions(self) -> list[IndexVersion]:
+        with self._connect() as conn:
+            rows = conn.execute(f"SELECT * FROM {self.schema}.index_versions ORDER BY created_at DESC").fetchall()
+        return [IndexVersion(**row) for row in rows]
+
+    def ping(self) -> None:
+        with self._connect() as conn:
+            conn.execute("SELECT 1")

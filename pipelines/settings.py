@@ -1,0 +1,80 @@
+"""Every setting ragline reads, in one pydantic-settings class.
+
+Each field is read from the environment variable `RAGLINE_<FIELD>` (upper case). `profile` picks a
+whole wiring at once (see `docs/configuration.md`); single settings still override it.
+"""
+
+from __future__ import annotations
+
+from functools import cached_property
+from pathlib import Path
+from typing import Literal
+
+from pydantic import Field
+from pydantic_settings import BaseSettings, SettingsConfigDict
+
+PROJECT_ROOT = Path(__file__).resolve().parent.parent
+
+
+class Settings(BaseSettings):
+    model_config = SettingsConfigDict(env_prefix="RAGLINE_", extra="ignore")
+
+    profile: Literal["embedded", "services"] = Field(
+        "embedded", description="embedded: everything in-process in the data dir; services: real servers."
+    )
+    home: Path = Field(Path(".ragline"), description="Data dir: shards, embedded servers, token, Dagster storage.")
+    source: Path = Field(PROJECT_ROOT / "docs", description="Default source directory to index.")
+    include: list[str] = Field(default_factory=lambda: ["**/*.md"], description="Glob patterns of documents to index.")
+    exclude: list[str] = Field(default_factory=list, description="Glob patterns of documents to skip.")
+
+    host: str = Field("127.0.0.1", description="Address the server binds to.")
+    port: int = Field(8000, description="Port the server binds to.")
+    token: str | None = Field(None, description="Access token; generated and kept in the data dir when unset.")
+
+    postgres_dsn: str | None = Field(None, description="PostgreSQL DSN (services profile; embedded starts its own).")
+    postgres_schema: str = Field("ragline", description="Schema that holds the index registry tables.")
+    redis_url: str | None = Field(None, description="Redis URL (services profile; embedded starts its own).")
+    qdrant_url: str | None = Field(None, description="Qdrant server URL (services profile).")
+
+    embedding_model: str = Field(
+        "bge-small-en-v1.5-int8",
+        description="Catalogue name, sentence-transformers model id, or local path of the dense embedder.",
+    )
+    chunk_strategy: str = Field("heading", description="Chunking strategy the index is built and queried with.")
+    chunk_max_tokens: int = Field(500, description="Hard limit of a chunk, in embedding-model tokens.")
+    chunk_target_tokens: int = Field(450, description="Target size of a chunk, in embedding-model tokens.")
+    chunk_overlap_tokens: int = Field(50, description="Tokens repeated between consecutive windows of a long section.")
+
+    top_k: int = Field(8, description="Candidates kept after fusion.")
+    candidates: int = Field(30, description="Candidates fetched from each retriever before fusion.")
+    rrf_k: int = Field(60, description="k of reciprocal rank fusion.")
+    answer_sentences: int = Field(3, description="Most sentences an extractive answer takes.")
+    min_answer_score: float = Field(
+        0.15, description="Least share of the question's content words a cited sentence must cover to be used."
+    )
+    max_question_chars: int = Field(2000, description="Longest question accepted, in characters.")
+    cache_prefix: str = Field(
+        "ragline", description="Prefix of every cache key (several deployments can share a Redis)."
+    )
+    cache_ttl_seconds: int = Field(86400, description="Lifetime of an exact-cache entry.")
+    prompt_version: str = Field("extractive-v1", description="Version of the answer prompt, part of cache keys.")
+    generator_model: str = Field("extractive", description="Generator in use, part of cache keys.")
+    answer_max_tokens: int = Field(512, description="Answer token limit, part of cache keys.")
+    registry_poll_seconds: float = Field(
+        2.0, description="How often a server re-reads the registry to pick up a newly activated index."
+    )
+    log_level: str = Field("INFO", description="Log level of the structured logs.")
+
+    @cached_property
+    def data_dir(self) -> Path:
+        path = self.home.expanduser().resolve()
+        path.mkdir(parents=True, exist_ok=True)
+        return path
+
+    @property
+    def shards_dir(self) -> Path:
+        return self.data_dir / "shards"
+
+    @property
+    def dagster_dir(self) -> Path:
+        return self.data_dir / "dagster"

@@ -1,0 +1,110 @@
+"""Qdrant Edge adapter (embedded profile): one shard directory per index version.
+
+Qdrant's engine runs in-process; a shard is built once by ingestion and then only read.
+"""
+
+from __future__ import annotations
+
+import shutil
+import threading
+import uuid
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+import qdrant_edge as qe
+
+from pipelines.bm25 import SparseVector
+from pipelines.documents import Chunk
+from pipelines.ports import Hit, StoreUnavailable
+
+DENSE, SPARSE = "dense", "bm25"
+
+
+def point_id(chunk_id: str) -> str:
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"ragline:{chunk_id}"))
+
+
+def _filter(strategy: str | None) -> qe.Filter | None:
+    if strategy is None:
+        return None
+    return qe.Filter(must=[qe.FieldCondition(key="strategy", match=qe.MatchValue(strategy))])
+
+
+class EdgeShardWriter:
+    """Creates a new shard; refuses to write into a directory that already holds one."""
+
+    def __init__(self, path: Path, dimension: int) -> None:
+        if path.exists():
+            shutil.rmtree(path)  # a half-written shard of a failed build; the version is not active
+        path.parent.mkdir(parents=True, exist_ok=True)
+        config = qe.EdgeConfig(
+            vectors={DENSE: qe.EdgeVectorParams(size=dimension, distance=qe.Distance.Cosine)},
+            sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
+        )
+        self._shard = qe.EdgeShard.create(str(path), config)
+        self._shard.update(qe.UpdateOperation.create_field_index("strategy", qe.PayloadSchemaType.Keyword))
+        self._shard.update(qe.UpdateOperation.create_field_index("language", qe.PayloadSchemaType.Keyword))
+
+    def upsert(self, chunks: Sequence[Chunk], dense: np.ndarray, sparse: Sequence[SparseVector]) -> None:
+        points = [
+            qe.Point(
+                id=point_id(chunk.chunk_id),
+                vector={
+                    DENSE: dense[i].astype(float).tolist(),
+                    SPARSE: qe.SparseVector(indices=sparse[i].indices, values=sparse[i].values),
+                },
+                payload=chunk.payload(),
+            )
+            for i, chunk in enumerate(chunks)
+        ]
+        for start in range(0, len(points), 256):
+            self._shard.update(qe.UpdateOperation.upsert_points(points[start : start + 256]))
+
+    def count(self) -> int:
+        return self._shard.count(qe.CountRequest(exact=True))
+
+    def close(self) -> None:
+        self._shard.flush()
+        self._shard.optimize()
+        self._shard.close()
+
+
+class EdgeShardIndex:
+    """Read side of a built shard."""
+
+    def __init__(self, path: Path) -> None:
+        if not path.is_dir():
+            raise StoreUnavailable(f"shard {path} is missing")
+        try:
+            self._shard = qe.EdgeShard.load(str(path))
+        except Exception as exc:  # the engine raises its own error types
+            raise StoreUnavailable(f"shard {path} cannot be opened: {exc}") from exc
+        self._lock = threading.Lock()
+        self.path = path
+
+    def _query(self, query: qe.Query, limit: int, strategy: str | None) -> list[Hit]:
+        request = qe.QueryRequest(limit=limit, query=query, filter=_filter(strategy), with_payload=True)
+        try:
+            with self._lock:
+                points = self._shard.query(request)
+        except Exception as exc:
+            raise StoreUnavailable(f"vector query failed on {self.path}: {exc}") from exc
+        return [Hit(Chunk.from_payload(p.payload or {}), float(p.score)) for p in points]
+
+    def dense_search(self, vector: np.ndarray, limit: int, strategy: str | None = None) -> list[Hit]:
+        return self._query(qe.Query.Nearest(vector.astype(float).tolist(), using=DENSE), limit, strategy)
+
+    def sparse_search(self, vector: SparseVector, limit: int, strategy: str | None = None) -> list[Hit]:
+        if not vector.indices:
+            return []
+        sparse = qe.SparseVector(indices=vector.indices, values=vector.values)
+        return self._query(qe.Query.Nearest(sparse, using=SPARSE), limit, strategy)
+
+    def count(self) -> int:
+        with self._lock:
+            return self._shard.count(qe.CountRequest(exact=True))
+
+    def close(self) -> None:
+        with self._lock:  # a request still querying the old version finishes first
+            self._shard.close()

@@ -1,0 +1,118 @@
+"""Qdrant server adapter (services profile): one collection per index version, an alias names the active one.
+
+Tested against `qdrant-client`'s local mode, its pure-Python stand-in for a server (DESIGN.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+
+import numpy as np
+from qdrant_client import QdrantClient, models
+
+from pipelines.bm25 import SparseVector
+from pipelines.documents import Chunk
+from pipelines.ports import Hit, StoreUnavailable
+from pipelines.vector_store_edge import DENSE, SPARSE, point_id
+
+ACTIVE_ALIAS = "ragline_active"
+
+
+def connect(url: str) -> QdrantClient:
+    if url.startswith(("http://", "https://")):
+        return QdrantClient(url=url, timeout=10)
+    return QdrantClient(path=url.removeprefix("local:"))  # local mode: tests only
+
+
+def _filter(strategy: str | None) -> models.Filter | None:
+    if strategy is None:
+        return None
+    return models.Filter(must=[models.FieldCondition(key="strategy", match=models.MatchValue(value=strategy))])
+
+
+class QdrantCollectionWriter:
+    def __init__(self, client: QdrantClient, collection: str, dimension: int) -> None:
+        self.client, self.collection = client, collection
+        if client.collection_exists(collection):
+            client.delete_collection(collection)
+        client.create_collection(
+            collection,
+            vectors_config={DENSE: models.VectorParams(size=dimension, distance=models.Distance.COSINE)},
+            sparse_vectors_config={SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)},
+        )
+        for field in ("strategy", "language"):
+            client.create_payload_index(collection, field, models.PayloadSchemaType.KEYWORD)
+
+    def upsert(self, chunks: Sequence[Chunk], dense: np.ndarray, sparse: Sequence[SparseVector]) -> None:
+        points = [
+            models.PointStruct(
+                id=point_id(chunk.chunk_id),
+                vector={
+                    DENSE: dense[i].astype(float).tolist(),
+                    SPARSE: models.SparseVector(indices=sparse[i].indices, values=sparse[i].values),
+                },
+                payload=chunk.payload(),
+            )
+            for i, chunk in enumerate(chunks)
+        ]
+        for start in range(0, len(points), 256):
+            self.client.upsert(self.collection, points=points[start : start + 256], wait=True)
+
+    def count(self) -> int:
+        return self.client.count(self.collection, exact=True).count
+
+    def close(self) -> None:
+        """The client is shared; nothing to release."""
+
+
+class QdrantCollectionIndex:
+    def __init__(self, client: QdrantClient, collection: str) -> None:
+        self.client, self.collection = client, collection
+        try:
+            exists = client.collection_exists(collection)
+        except Exception as exc:
+            raise StoreUnavailable(f"qdrant unreachable: {exc}") from exc
+        if not exists:
+            raise StoreUnavailable(f"collection {collection} is missing")
+
+    def _query(
+        self, query: list[float] | models.SparseVector, using: str, limit: int, strategy: str | None
+    ) -> list[Hit]:
+        try:
+            result = self.client.query_points(
+                self.collection,
+                query=query,
+                using=using,
+                limit=limit,
+                query_filter=_filter(strategy),
+                with_payload=True,
+            )
+        except Exception as exc:
+            raise StoreUnavailable(f"vector query failed on {self.collection}: {exc}") from exc
+        return [Hit(Chunk.from_payload(p.payload or {}), float(p.score)) for p in result.points]
+
+    def dense_search(self, vector: np.ndarray, limit: int, strategy: str | None = None) -> list[Hit]:
+        return self._query(vector.astype(float).tolist(), DENSE, limit, strategy)
+
+    def sparse_search(self, vector: SparseVector, limit: int, strategy: str | None = None) -> list[Hit]:
+        if not vector.indices:
+            return []
+        return self._query(models.SparseVector(indices=vector.indices, values=vector.values), SPARSE, limit, strategy)
+
+    def count(self) -> int:
+        return self.client.count(self.collection, exact=True).count
+
+    def close(self) -> None:
+        """The client is shared; nothing to release."""
+
+
+def point_alias(client: QdrantClient, collection: str) -> None:
+    """Swap the active alias to `collection` in one atomic call."""
+    client.update_collection_aliases(
+        change_aliases_operations=[
+            models.DeleteAliasOperation(delete_alias=models.DeleteAlias(alias_name=ACTIVE_ALIAS)),
+            models.CreateAliasOperation(
+                create_alias=models.CreateAlias(collection_name=collection, alias_name=ACTIVE_ALIAS)
+            ),
+        ]
+    )

@@ -1,0 +1,142 @@
+"""QueryService: runs the query DAG for one question, in two phases.
+
+The front phase (cache lookup) runs first; only a miss executes the answer phase, so a cache hit
+never touches retrieval or generation. Errors carry an HTTP status and a code: infrastructure
+failures are 503s, never a fake `no_answer`.
+"""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass
+from typing import Any
+
+import structlog
+
+from pipelines.cache_redis import CacheUnavailable
+from pipelines.citations import CitationError
+from pipelines.embedders import load_embedder
+from pipelines.ports import StoreUnavailable, VectorIndex
+from pipelines.profiles import Stores
+from pipelines.registry import IndexVersion
+from pipelines.settings import Settings
+from query_graph.active_index import ActiveIndex, FingerprintMismatch, NoActiveIndex, VectorStoreUnavailable
+from query_graph.driver import build_driver
+from query_graph.timing import current_timings
+
+log = structlog.get_logger(__name__)
+
+FRONT_NODES = ["exact_cache_key", "exact_cache_lookup"]
+ANSWER_NODES = ["reply"]
+RETRIEVAL_PROFILE = "hybrid-rrf"
+
+
+class QueryFailed(RuntimeError):
+    def __init__(self, status: int, code: str, message: str) -> None:
+        super().__init__(message)
+        self.status, self.code, self.message = status, code, message
+
+
+@dataclass
+class QueryOptions:
+    top_k: int
+    strategy: str
+
+
+class QueryService:
+    def __init__(self, settings: Settings, stores: Stores) -> None:
+        self.settings, self.stores = settings, stores
+        self.embedder = load_embedder(settings.embedding_model)
+        self.driver = build_driver()
+        self.indexes = ActiveIndex(
+            stores.registry, stores.open_index, self.embedder.fingerprint.digest, settings.registry_poll_seconds
+        )
+
+    def active(self) -> tuple[IndexVersion, VectorIndex]:
+        """The active index, or a 503-worthy failure saying why there is none to use."""
+        try:
+            return self.indexes.current()
+        except (NoActiveIndex, FingerprintMismatch, StoreUnavailable) as exc:
+            raise QueryFailed(503, _code(exc), str(exc)) from exc
+
+    def check_ready(self) -> dict[str, Any]:
+        """Fail unless an index is active and built with this server's embedder (start-up check)."""
+        version, index = self.active()
+        return {
+            "content_version": version.version,
+            "embedding_fingerprint": version.fingerprint,
+            "points": index.count(),
+        }
+
+    def answer(
+        self, question: str, top_k: int | None = None, overrides: dict[str, Any] | None = None
+    ) -> dict[str, Any]:
+        started = time.perf_counter()
+        timings: dict[str, float] = {}
+        token = current_timings.set(timings)
+        try:
+            version, index = self.active()
+            inputs: dict[str, Any] = {
+                "question": question,
+                "embedder": self.embedder,
+                "vector_index": index,
+                "cache": self.stores.cache,
+                "candidates": self.settings.candidates,
+                "strategy": self.settings.chunk_strategy,
+                "rrf_k": self.settings.rrf_k,
+                "top_k": top_k or self.settings.top_k,
+                "answer_sentences": self.settings.answer_sentences,
+                "min_answer_score": self.settings.min_answer_score,
+                "index_version": version.version,
+                "index_fingerprint": version.fingerprint,
+                "retrieval_profile": f"{RETRIEVAL_PROFILE}-k{top_k or self.settings.top_k}",
+                "prompt_version": self.settings.prompt_version,
+                "generator_model": self.settings.generator_model,
+                "answer_max_tokens": self.settings.answer_max_tokens,
+                "cache_prefix": self.settings.cache_prefix,
+            }
+            front = self.driver.execute(FRONT_NODES, inputs=inputs, overrides=overrides)
+            lookup = front["exact_cache_lookup"]
+            if lookup.reply is not None:
+                result = {**lookup.reply, "cache": "hit"}
+            else:
+                try:
+                    out = self.driver.execute(ANSWER_NODES, inputs=inputs, overrides=overrides)
+                except StoreUnavailable as exc:
+                    raise QueryFailed(503, "retrieval_unavailable", str(exc)) from exc
+                except CitationError as exc:
+                    raise QueryFailed(502, "invalid_citation", str(exc)) from exc
+                result = {**out["reply"], "cache": lookup.status}
+                result["index"] = {"content_version": version.version, "embedding_fingerprint": version.fingerprint}
+                if lookup.status == "miss":
+                    self._store(front["exact_cache_key"], result)
+        finally:
+            current_timings.reset(token)
+        timings["total"] = round((time.perf_counter() - started) * 1000, 3)
+        result["timings_ms"] = timings
+        log.info(
+            "query_answered",
+            status=result["status"],
+            cache=result["cache"],
+            timings_ms=timings,
+            version=result["index"]["content_version"],
+        )
+        return result
+
+    def _store(self, key: str, result: dict[str, Any]) -> None:
+        try:
+            self.stores.cache.set(
+                key, {k: v for k, v in result.items() if k != "cache"}, self.settings.cache_ttl_seconds
+            )
+        except CacheUnavailable as exc:
+            log.warning("cache_store_failed", error=str(exc))
+
+
+def _code(exc: Exception) -> str:
+    if isinstance(exc, NoActiveIndex):
+        return "no_active_index"
+    if isinstance(exc, FingerprintMismatch):
+        return "index_fingerprint_mismatch"
+    if isinstance(exc, VectorStoreUnavailable):
+        return "retrieval_unavailable"
+    return "registry_unavailable"

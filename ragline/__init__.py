@@ -1,0 +1,1 @@
+"""The composition root: the `ragline` console script, which may import every layer."""

@@ -1,0 +1,3 @@
+from ragline.cli import main
+
+raise SystemExit(main())

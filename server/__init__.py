@@ -1,0 +1,1 @@
+"""The FastAPI app that runs the query graph: routes, auth, errors and the web pages."""

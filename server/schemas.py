@@ -1,0 +1,72 @@
+"""Request and reply models of the HTTP API (they document the OpenAPI schema)."""
+
+from __future__ import annotations
+
+from typing import Any, Literal
+
+from pydantic import BaseModel, Field
+
+
+class QueryRequest(BaseModel):
+    question: str = Field(
+        min_length=1, description="The question, in plain language.", examples=["Which port does the server listen on?"]
+    )
+    top_k: int | None = Field(None, ge=1, le=50, description="Candidates kept after fusion (default from settings).")
+
+
+class Citation(BaseModel):
+    chunk_id: str
+    document_id: str
+    title: str
+    anchor: str
+    source_uri: str
+    score: float
+
+
+class Retrieved(BaseModel):
+    chunk_id: str
+    document_id: str
+    title: str
+    anchor: str
+    heading_path: list[str]
+    source_uri: str
+    fused_rank: int
+    fused_score: float
+    dense_rank: int | None
+    dense_score: float | None
+    bm25_rank: int | None
+    bm25_score: float | None
+
+
+class IndexRef(BaseModel):
+    content_version: str
+    embedding_fingerprint: str
+
+
+class QueryReply(BaseModel):
+    status: Literal["answered", "no_answer", "clarify", "refused"]
+    answer: str
+    citations: list[Citation]
+    retrieved: list[Retrieved]
+    timings_ms: dict[str, float] = Field(description="Milliseconds per DAG node, and `total`.")
+    index: IndexRef
+    cache: Literal["hit", "miss", "bypass"]
+    generator: str
+
+
+class ErrorBody(BaseModel):
+    code: str
+    message: str
+
+
+class ErrorReply(BaseModel):
+    error: ErrorBody
+
+
+ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    401: {"model": ErrorReply, "description": "Missing or invalid bearer token."},
+    413: {"model": ErrorReply, "description": "Question longer than the limit."},
+    422: {"model": ErrorReply, "description": "Malformed request."},
+    502: {"model": ErrorReply, "description": "The generator cited a chunk it was not given (`invalid_citation`)."},
+    503: {"model": ErrorReply, "description": "A store is unavailable or no index is active."},
+}

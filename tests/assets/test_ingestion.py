@@ -1,0 +1,86 @@
+"""The ingestion graph through Dagster, on the fixture corpus, against real PostgreSQL and Qdrant Edge."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+import pytest
+
+from assets.build import BuildFailed, build_index, dagster_instance
+from pipelines.indexing import BuildRequest
+from pipelines.profiles import Stores
+from pipelines.settings import Settings
+
+
+def test_build_registers_and_activates_a_checked_index(settings: Settings, stores: Stores, built) -> None:  # type: ignore[no-untyped-def]
+    assert built.built and built.run_id
+    active = stores.registry.active()
+    assert active is not None and active.version == built.version
+    assert active.state == "active" and active.checks["point_count_equals_chunks"]["passed"]
+    assert active.document_count == 3  # notes/** excluded
+    index = stores.open_index(active.location)
+    assert index.count() == active.chunk_count > 0
+    documents = {h.chunk.document_id for h in index.dense_search(_vector(settings, "port"), 20)}
+    assert documents == {"guide/install.md", "guide/config.md", "reference/cli.md"}
+    # Dagster recorded the run, its asset materialisations and the blocking checks.
+    with dagster_instance(settings) as instance:
+        run = instance.get_run_by_id(built.run_id)
+        assert run is not None and run.is_success
+        assert instance.get_latest_materialization_event(_key("active_index")) is not None
+
+
+def test_unchanged_source_is_not_rebuilt_and_a_change_makes_a_new_version(
+    settings: Settings,
+    stores: Stores,
+    built,
+    corpus: Path,  # type: ignore[no-untyped-def]
+) -> None:
+    again = build_index(settings, stores, BuildRequest.from_settings(settings))
+    assert not again.built and again.version == built.version
+    (corpus / "guide" / "config.md").write_text("# Configuration\n\nThe dashboard now listens on port 9000.\n")
+    changed = build_index(settings, stores, BuildRequest.from_settings(settings))
+    assert changed.built and changed.version != built.version
+    states = {v.version: v.state for v in stores.registry.versions()}
+    assert states == {built.version: "retired", changed.version: "active"}
+
+
+def test_a_failing_check_leaves_the_active_index_alone(settings: Settings, stores: Stores, built, corpus: Path) -> None:  # type: ignore[no-untyped-def]
+    # One unbreakable 'word' of ~2000 tokens: the chunker cannot cut it, the token-limit check must block activation.
+    (corpus / "guide" / "blob.md").write_text("# Blob\n\n" + "ab1-" * 1000 + "\n")
+    with pytest.raises(BuildFailed, match="chunks_are_sound"):
+        build_index(settings, stores, BuildRequest.from_settings(settings))
+    assert stores.registry.active().version == built.version  # type: ignore[union-attr]
+
+
+def test_a_failing_store_write_marks_the_version_failed(
+    settings: Settings, stores: Stores, built, corpus: Path
+) -> None:  # type: ignore[no-untyped-def]
+    (corpus / "guide" / "new.md").write_text("# New\n\nA new page about harbor webhooks.\n")
+    shutil.rmtree(settings.shards_dir)
+    settings.shards_dir.write_text("not a directory")  # the shard cannot be created
+    with pytest.raises(BuildFailed):
+        build_index(settings, stores, BuildRequest.from_settings(settings))
+    states = {v.version: v.state for v in stores.registry.versions()}
+    assert states[built.version] == "active" and sorted(states.values()) == ["active", "failed"]
+
+
+def test_bad_source_is_a_clear_error(settings: Settings, stores: Stores, tmp_path: Path) -> None:
+    from pipelines.loaders import SourceError
+
+    with pytest.raises(SourceError, match="does not exist"):
+        build_index(settings, stores, BuildRequest.from_settings(settings, source=str(tmp_path / "missing")))
+    with pytest.raises(SourceError, match="no documents"):
+        build_index(settings, stores, BuildRequest.from_settings(settings, include=["**/*.rst"]))
+
+
+def _vector(settings: Settings, text: str):  # type: ignore[no-untyped-def]
+    from pipelines.embedders import load_embedder
+
+    return load_embedder(settings.embedding_model).embed_query(text)
+
+
+def _key(name: str):  # type: ignore[no-untyped-def]
+    from dagster import AssetKey
+
+    return AssetKey(name)

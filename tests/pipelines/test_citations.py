@@ -1,0 +1,36 @@
+from __future__ import annotations
+
+import pytest
+
+from pipelines.citations import CitationError, markers, split_sentences, strip_markers, validate
+
+
+def test_ascii_sentences_keep_their_markers_and_numbers_stay_whole() -> None:
+    text = "Harbor listens on 7420 [C:a-1]. Version 2.5 reads app.py too. [C:b-2] Does it?"
+    assert split_sentences(text) == [
+        "Harbor listens on 7420 [C:a-1].",
+        "Version 2.5 reads app.py too. [C:b-2]",
+        "Does it?",
+    ]
+
+
+def test_cjk_and_indic_terminators_split_without_spaces() -> None:
+    assert split_sentences("端口是7420。[C:a-1]日志保留十四天！") == ["端口是7420。[C:a-1]", "日志保留十四天！"]
+    assert split_sentences("यह पहला वाक्य है। यह दूसरा है॥") == ["यह पहला वाक्य है।", "यह दूसरा है॥"]
+
+
+def test_validate_releases_only_cited_sentences() -> None:
+    released, dropped = validate("Cited here [C:a-1]. Not cited. Also cited [C:b-2][C:a-1].", ["a-1", "b-2"])
+    assert [s.chunk_ids for s in released] == [["a-1"], ["b-2", "a-1"]]
+    assert dropped == ["Not cited."]
+
+
+def test_marker_naming_an_unsupplied_chunk_fails() -> None:
+    with pytest.raises(CitationError) as info:
+        validate("Invented [C:zz-9]. Fine [C:a-1].", ["a-1"])
+    assert info.value.unknown == ["zz-9"]
+
+
+def test_markers_and_stripping() -> None:
+    assert markers("x [C:a-1] y [C:b_2]") == ["a-1", "b_2"]
+    assert strip_markers("The port is 7420 [C:a-1].") == "The port is 7420."

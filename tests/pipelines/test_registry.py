@@ -1,0 +1,53 @@
+from __future__ import annotations
+
+import psycopg
+import pytest
+
+from pipelines.ports import StoreUnavailable
+from pipelines.registry import IndexVersion, Registry
+
+
+def version(name: str, state: str = "checked") -> IndexVersion:
+    return IndexVersion(
+        version=name,
+        source="/src",
+        fingerprint="fp",
+        embedding={"name": "m"},
+        chunk_settings={"max_tokens": 500},
+        strategies=["heading"],
+        languages=["en"],
+        location=f"/shards/{name}",
+        state=state,
+        chunk_count=3,
+    )
+
+
+def test_activation_retires_the_previous_version_and_rollback_works(backend: dict[str, str], schema: str) -> None:
+    registry = Registry(backend["postgres"], schema)
+    assert registry.active() is None
+    registry.record(version("v-1"))
+    registry.record(version("v-2"))
+    registry.activate("v-1")
+    registry.activate("v-2")
+    states = {v.version: v.state for v in registry.versions()}
+    assert states == {"v-1": "retired", "v-2": "active"}
+    registry.activate("v-1")  # rollback
+    assert registry.active().version == "v-1"  # type: ignore[union-attr]
+    with psycopg.connect(backend["postgres"]) as conn:
+        (count,) = conn.execute(f"SELECT count(*) FROM {schema}.index_versions WHERE state = 'active'").fetchone()  # type: ignore[misc]
+    assert count == 1
+
+
+def test_a_building_or_failed_version_cannot_be_activated(backend: dict[str, str], schema: str) -> None:
+    registry = Registry(backend["postgres"], schema)
+    registry.record(version("v-b", state="building"))
+    with pytest.raises(ValueError, match="building"):
+        registry.activate("v-b")
+    with pytest.raises(KeyError):
+        registry.activate("v-missing")
+
+
+def test_unreachable_registry_is_an_error_not_an_empty_answer() -> None:
+    registry = Registry("postgresql://postgres@127.0.0.1:1/none?connect_timeout=1")
+    with pytest.raises(StoreUnavailable):
+        registry.active()
