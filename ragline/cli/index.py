@@ -1,0 +1,101 @@
+"""`ragline index ...`: build, status, versions, activate (rollback)."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from ragline.cli.common import print_json, settings_from, source_options
+from ragline.cli.serve import ensure_index
+
+
+def cmd_index_build(args: argparse.Namespace) -> int:
+    from assets.build import BuildFailed
+    from pipelines.loaders import SourceError
+    from pipelines.profiles import open_stores
+
+    settings = settings_from(args)
+    stores = open_stores(settings)
+    try:
+        outcome = ensure_index(settings, stores, force=args.force)
+    except (BuildFailed, SourceError) as exc:
+        print(f"ragline: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        stores.close()
+    if args.json:
+        print_json({"version": outcome.version, "built": outcome.built, "run_id": outcome.run_id, **outcome.summary})
+    return 0
+
+
+def cmd_index_status(args: argparse.Namespace) -> int:
+    from pipelines.profiles import open_stores
+
+    stores = open_stores(settings_from(args))
+    try:
+        active = stores.registry.active()
+    finally:
+        stores.close()
+    status = {"active": active.summary() if active else None}
+    if args.json:
+        print_json(status)
+    elif active is None:
+        print("no active index: run `ragline index build`")
+    else:
+        print(
+            f"active {active.version}: {active.document_count} documents, {active.chunk_count} chunks, "
+            f"embedding {active.fingerprint}, source {active.source}"
+        )
+    return 0 if active else 1
+
+
+def cmd_index_versions(args: argparse.Namespace) -> int:
+    from pipelines.profiles import open_stores
+
+    stores = open_stores(settings_from(args))
+    try:
+        versions = [v.summary() for v in stores.registry.versions()]
+    finally:
+        stores.close()
+    if args.json:
+        print_json(versions)
+    else:
+        for v in versions:
+            print(f"{v['content_version']}  {v['state']:<8}  {v['chunks']:>6} chunks  {v['created_at']}")
+    return 0
+
+
+def cmd_index_activate(args: argparse.Namespace) -> int:
+    from pipelines.profiles import open_stores
+
+    stores = open_stores(settings_from(args))
+    try:
+        activated = stores.registry.activate(args.version)
+        stores.on_activate(activated.location)
+    except (KeyError, ValueError) as exc:
+        print(f"ragline: {exc}", file=sys.stderr)
+        return 1
+    finally:
+        stores.close()
+    print(f"active {activated.version}")
+    return 0
+
+
+def register(commands: Any) -> None:
+    index = commands.add_parser("index", help="build and manage index versions")
+    actions = index.add_subparsers(dest="action", required=True)
+    build = actions.add_parser("build", help="materialise the ingestion assets for a source")
+    source_options(build)
+    build.add_argument("--force", action="store_true", help="rebuild even when this content version is active")
+    build.add_argument("--json", action="store_true")
+    build.set_defaults(func=cmd_index_build)
+    status = actions.add_parser("status", help="the active index")
+    status.add_argument("--json", action="store_true")
+    status.set_defaults(func=cmd_index_status)
+    versions = actions.add_parser("versions", help="every index version and its state")
+    versions.add_argument("--json", action="store_true")
+    versions.set_defaults(func=cmd_index_versions)
+    activate = actions.add_parser("activate", help="make a checked or retired version active (rollback)")
+    activate.add_argument("version")
+    activate.set_defaults(func=cmd_index_activate)

@@ -1,0 +1,72 @@
+"""`ragline serve`: build the index when the source changed, then serve the HTTP API."""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from typing import Any
+
+from pipelines.settings import Settings
+from ragline.cli.common import settings_from, source_options
+
+
+def ensure_index(settings: Settings, stores: Any, force: bool = False) -> Any:
+    """Build the index of the settings' source through the Dagster assets when it is not the active one."""
+    from assets.build import build_index
+    from pipelines.indexing import BuildRequest
+
+    request = BuildRequest.fromsettings_from(settings)
+    print(f"ragline: indexing {request.source} (only if it changed) ...", file=sys.stderr, flush=True)
+    outcome = build_index(settings, stores, request, force=force)
+    verb = "built and activated" if outcome.built else "already active:"
+    print(
+        f"ragline: {verb} {outcome.version} ({outcome.summary['chunks']} chunks, {outcome.seconds:.1f} s)",
+        file=sys.stderr,
+        flush=True,
+    )
+    return outcome
+
+
+def cmd_serve(args: argparse.Namespace) -> int:
+    import uvicorn
+
+    from assets.build import BuildFailed
+    from pipelines.loaders import SourceError
+    from pipelines.profiles import open_stores
+    from server.app import create_app
+    from server.tokens import load_or_create_token
+
+    settings = settings_from(args)
+    stores = open_stores(settings)
+    try:
+        if not args.no_build:
+            try:
+                ensure_index(settings, stores)
+            except (BuildFailed, SourceError) as exc:
+                # Serve the previous index if there is one: a failed build never takes the service down.
+                print(f"ragline: {exc}", file=sys.stderr, flush=True)
+                if stores.registry.active() is None:
+                    return 1
+        app = create_app(settings, stores)
+        token = load_or_create_token(settings)
+        url = f"http://{settings.host}:{settings.port}"
+        print(f"ragline: serving on {url}\nragline: access token {token}", file=sys.stderr, flush=True)
+        print(
+            f"ragline: try  curl -s -H 'Authorization: Bearer {token}' -H 'Content-Type: application/json' "
+            f'-d \'{{"question": "How do I build the index?"}}\' {url}/v1/query',
+            file=sys.stderr,
+            flush=True,
+        )
+        uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning")
+    finally:
+        stores.close()
+    return 0
+
+
+def register(commands: Any) -> None:
+    serve = commands.add_parser("serve", help="build the index when needed, then serve the HTTP API")
+    source_options(serve)
+    serve.add_argument("--host")
+    serve.add_argument("--port", type=int)
+    serve.add_argument("--no-build", action="store_true", help="serve the active index without checking the source")
+    serve.set_defaults(func=cmd_serve)
