@@ -15,7 +15,7 @@ def ensure_index(settings: Settings, stores: Any, force: bool = False) -> Any:
     from assets.build import build_index
     from pipelines.indexing import BuildRequest
 
-    request = BuildRequest.fromsettings_from(settings)
+    request = BuildRequest.from_settings(settings)
     print(f"ragline: indexing {request.source} (only if it changed) ...", file=sys.stderr, flush=True)
     outcome = build_index(settings, stores, request, force=force)
     verb = "built and activated" if outcome.built else "already active:"
