@@ -1,14 +1,68 @@
-"""Rank fusion of several candidate lists."""
+"""Rank fusion of several candidate lists: RRF, weighted RRF and DBSF.
+
+Every function takes one list per retriever (best first) of `(item, score)` pairs and returns the
+fused `(item, score)` list, best first, ties broken by item so the order is deterministic.
+"""
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Sequence
+
+Ranked = Sequence[tuple[str, float]]
+FUSIONS = ("rrf", "weighted_rrf", "dbsf")
+
+
+def _sorted(scores: dict[str, float]) -> list[tuple[str, float]]:
+    return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
 
 
 def reciprocal_rank_fusion(rankings: Sequence[Sequence[str]], k: int = 60) -> list[tuple[str, float]]:
     """RRF (Cormack et al. 2009): score(d) = sum over lists of 1 / (k + rank), rank from 1."""
+    return weighted_rank_fusion(rankings, [1.0] * len(rankings), k)
+
+
+def weighted_rank_fusion(
+    rankings: Sequence[Sequence[str]], weights: Sequence[float], k: int = 60
+) -> list[tuple[str, float]]:
+    """Weighted RRF: each list's 1 / (k + rank) is multiplied by its weight (a trusted retriever counts more)."""
+    if len(weights) != len(rankings):
+        raise ValueError(f"{len(rankings)} rankings but {len(weights)} weights")
+    if k < 0 or any(w < 0 for w in weights):
+        raise ValueError("RRF k and the weights must not be negative")
     scores: dict[str, float] = {}
-    for ranking in rankings:
+    for ranking, weight in zip(rankings, weights, strict=True):
         for rank, item in enumerate(ranking, start=1):
-            scores[item] = scores.get(item, 0.0) + 1.0 / (k + rank)
-    return sorted(scores.items(), key=lambda kv: (-kv[1], kv[0]))
+            scores[item] = scores.get(item, 0.0) + weight / (k + rank)
+    return _sorted(scores)
+
+
+def distribution_based_score_fusion(lists: Sequence[Ranked]) -> list[tuple[str, float]]:
+    """DBSF (as in Qdrant): each list's scores are scaled to [0, 1] between mean ± 3 standard
+    deviations of that list, clipped, then summed. Unlike RRF it keeps how far apart the scores are."""
+    fused: dict[str, float] = {}
+    for ranked in lists:
+        if not ranked:
+            continue
+        values = [s for _, s in ranked]
+        mean = statistics.fmean(values)
+        spread = statistics.pstdev(values) if len(values) > 1 else 0.0
+        low, high = mean - 3 * spread, mean + 3 * spread
+        for item, score in ranked:
+            scaled = 0.5 if high <= low else min(1.0, max(0.0, (score - low) / (high - low)))
+            fused[item] = fused.get(item, 0.0) + scaled
+    return _sorted(fused)
+
+
+def fuse(
+    method: str, lists: Sequence[Ranked], k: int = 60, weights: Sequence[float] | None = None
+) -> list[tuple[str, float]]:
+    """Fuse with the named method; an unknown name is a clear error."""
+    rankings = [[item for item, _ in ranked] for ranked in lists]
+    if method == "rrf":
+        return reciprocal_rank_fusion(rankings, k)
+    if method == "weighted_rrf":
+        return weighted_rank_fusion(rankings, list(weights or [1.0] * len(lists)), k)
+    if method == "dbsf":
+        return distribution_based_score_fusion(lists)
+    raise ValueError(f"unknown fusion {method!r}; valid: {', '.join(FUSIONS)}")

@@ -25,10 +25,13 @@ def point_id(chunk_id: str) -> str:
     return str(uuid.uuid5(uuid.NAMESPACE_URL, f"ragline:{chunk_id}"))
 
 
-def _filter(strategy: str | None) -> qe.Filter | None:
-    if strategy is None:
-        return None
-    return qe.Filter(must=[qe.FieldCondition(key="strategy", match=qe.MatchValue(strategy))])
+def _filter(strategy: str | None, language: str | None = None) -> qe.Filter | None:
+    must = [
+        qe.FieldCondition(key=key, match=qe.MatchValue(value))
+        for key, value in (("strategy", strategy), ("language", language))
+        if value is not None
+    ]
+    return qe.Filter(must=must) if must else None
 
 
 class EdgeShardWriter:
@@ -83,8 +86,8 @@ class EdgeShardIndex:
         self._lock = threading.Lock()
         self.path = path
 
-    def _query(self, query: qe.Query, limit: int, strategy: str | None) -> list[Hit]:
-        request = qe.QueryRequest(limit=limit, query=query, filter=_filter(strategy), with_payload=True)
+    def _query(self, query: qe.Query, limit: int, strategy: str | None, language: str | None = None) -> list[Hit]:
+        request = qe.QueryRequest(limit=limit, query=query, filter=_filter(strategy, language), with_payload=True)
         try:
             with self._lock:
                 points = self._shard.query(request)
@@ -92,14 +95,46 @@ class EdgeShardIndex:
             raise StoreUnavailable(f"vector query failed on {self.path}: {exc}") from exc
         return [Hit(Chunk.from_payload(p.payload or {}), float(p.score)) for p in points]
 
-    def dense_search(self, vector: np.ndarray, limit: int, strategy: str | None = None) -> list[Hit]:
-        return self._query(qe.Query.Nearest(vector.astype(float).tolist(), using=DENSE), limit, strategy)
+    def dense_search(
+        self, vector: np.ndarray, limit: int, strategy: str | None = None, language: str | None = None
+    ) -> list[Hit]:
+        return self._query(qe.Query.Nearest(vector.astype(float).tolist(), using=DENSE), limit, strategy, language)
 
-    def sparse_search(self, vector: SparseVector, limit: int, strategy: str | None = None) -> list[Hit]:
+    def sparse_search(
+        self, vector: SparseVector, limit: int, strategy: str | None = None, language: str | None = None
+    ) -> list[Hit]:
         if not vector.indices:
             return []
         sparse = qe.SparseVector(indices=vector.indices, values=vector.values)
-        return self._query(qe.Query.Nearest(sparse, using=SPARSE), limit, strategy)
+        return self._query(qe.Query.Nearest(sparse, using=SPARSE), limit, strategy, language)
+
+    def scroll_chunks(self, strategy: str | None = None, language: str | None = None) -> list[Chunk]:
+        """Every chunk's payload (for an in-memory BM25 corpus); read once per index version."""
+        chunks: list[Chunk] = []
+        offset = None
+        try:
+            while True:
+                request = qe.ScrollRequest(
+                    offset=offset, limit=1024, filter=_filter(strategy, language), with_payload=True
+                )
+                with self._lock:
+                    records, offset = self._shard.scroll(request)
+                chunks.extend(Chunk.from_payload(r.payload or {}) for r in records)
+                if offset is None:
+                    return chunks
+        except Exception as exc:
+            raise StoreUnavailable(f"scroll failed on {self.path}: {exc}") from exc
+
+    def get_chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
+        """The chunks with these ids that exist (neighbour expansion asks for ids that may not)."""
+        if not chunk_ids:
+            return []
+        try:
+            with self._lock:
+                records = self._shard.retrieve([point_id(c) for c in chunk_ids], with_payload=True)
+        except Exception as exc:
+            raise StoreUnavailable(f"retrieve failed on {self.path}: {exc}") from exc
+        return [Chunk.from_payload(r.payload or {}) for r in records]
 
     def count(self) -> int:
         with self._lock:

@@ -24,10 +24,13 @@ def connect(url: str) -> QdrantClient:
     return QdrantClient(path=url.removeprefix("local:"))  # local mode: tests only
 
 
-def _filter(strategy: str | None) -> models.Filter | None:
-    if strategy is None:
-        return None
-    return models.Filter(must=[models.FieldCondition(key="strategy", match=models.MatchValue(value=strategy))])
+def _filter(strategy: str | None, language: str | None = None) -> models.Filter | None:
+    must: list[models.Condition] = [
+        models.FieldCondition(key=key, match=models.MatchValue(value=value))
+        for key, value in (("strategy", strategy), ("language", language))
+        if value is not None
+    ]
+    return models.Filter(must=must) if must else None
 
 
 class QdrantCollectionWriter:
@@ -76,7 +79,12 @@ class QdrantCollectionIndex:
             raise StoreUnavailable(f"collection {collection} is missing")
 
     def _query(
-        self, query: list[float] | models.SparseVector, using: str, limit: int, strategy: str | None
+        self,
+        query: list[float] | models.SparseVector,
+        using: str,
+        limit: int,
+        strategy: str | None,
+        language: str | None = None,
     ) -> list[Hit]:
         try:
             result = self.client.query_points(
@@ -84,20 +92,49 @@ class QdrantCollectionIndex:
                 query=query,
                 using=using,
                 limit=limit,
-                query_filter=_filter(strategy),
+                query_filter=_filter(strategy, language),
                 with_payload=True,
             )
         except Exception as exc:
             raise StoreUnavailable(f"vector query failed on {self.collection}: {exc}") from exc
         return [Hit(Chunk.from_payload(p.payload or {}), float(p.score)) for p in result.points]
 
-    def dense_search(self, vector: np.ndarray, limit: int, strategy: str | None = None) -> list[Hit]:
-        return self._query(vector.astype(float).tolist(), DENSE, limit, strategy)
+    def dense_search(
+        self, vector: np.ndarray, limit: int, strategy: str | None = None, language: str | None = None
+    ) -> list[Hit]:
+        return self._query(vector.astype(float).tolist(), DENSE, limit, strategy, language)
 
-    def sparse_search(self, vector: SparseVector, limit: int, strategy: str | None = None) -> list[Hit]:
+    def sparse_search(
+        self, vector: SparseVector, limit: int, strategy: str | None = None, language: str | None = None
+    ) -> list[Hit]:
         if not vector.indices:
             return []
-        return self._query(models.SparseVector(indices=vector.indices, values=vector.values), SPARSE, limit, strategy)
+        sparse = models.SparseVector(indices=vector.indices, values=vector.values)
+        return self._query(sparse, SPARSE, limit, strategy, language)
+
+    def scroll_chunks(self, strategy: str | None = None, language: str | None = None) -> list[Chunk]:
+        """Every chunk's payload (for an in-memory BM25 corpus); read once per index version."""
+        chunks: list[Chunk] = []
+        offset = None
+        try:
+            while True:
+                records, offset = self.client.scroll(
+                    self.collection, scroll_filter=_filter(strategy, language), limit=1024, offset=offset
+                )
+                chunks.extend(Chunk.from_payload(r.payload or {}) for r in records)
+                if offset is None:
+                    return chunks
+        except Exception as exc:
+            raise StoreUnavailable(f"scroll failed on {self.collection}: {exc}") from exc
+
+    def get_chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
+        if not chunk_ids:
+            return []
+        try:
+            records = self.client.retrieve(self.collection, [point_id(c) for c in chunk_ids], with_payload=True)
+        except Exception as exc:
+            raise StoreUnavailable(f"retrieve failed on {self.collection}: {exc}") from exc
+        return [Chunk.from_payload(r.payload or {}) for r in records]
 
     def count(self) -> int:
         return self.client.count(self.collection, exact=True).count
