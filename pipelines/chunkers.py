@@ -1,5 +1,10 @@
-"""Chunking strategies. `heading` splits at headings and packs blocks up to a token budget counted
-with the embedding model's own tokenizer, so no chunk is cut by the model's window."""
+"""Chunking strategies, selectable by name (`STRATEGIES`), all counting tokens with the embedding
+model's own tokenizer so no chunk is cut by the model's window:
+
+- `heading`: split at headings, pack blocks up to a target, split long code/tables keeping structure;
+- `fixed`: fixed token windows with overlap over the whole page;
+- `sentence_window`: a few sentences per indexed unit, with a wider `context_text` for generation.
+"""
 
 from __future__ import annotations
 
@@ -124,7 +129,10 @@ def _split_prose(block: str, count: TokenCounter, limit: int) -> list[str]:
     units = [u for u in _SENTENCE_END.split(block) if u]
     pieces, current = [], ""
     for unit in units:
-        if count(unit) > limit:  # one enormous sentence: fall back to words
+        if count(unit) > limit:  # one enormous sentence: fall back to words, keeping the order
+            if current:
+                pieces.append(current)
+                current = ""
             words, unit_piece = unit.split(" "), ""
             for word in words:
                 if unit_piece and count(unit_piece + " " + word) > limit:
@@ -168,7 +176,7 @@ def _overlap_tail(text: str, count: TokenCounter, overlap: int) -> str:
 
 
 def chunk_heading(
-    document: Document, count: TokenCounter, target: int = 450, limit: int = 500, overlap: int = 50
+    document: Document, count: TokenCounter, target: int = 450, limit: int = 500, overlap: int = 50, **_: int
 ) -> list[Chunk]:
     chunks: list[Chunk] = []
     for section in parse_sections(document.text, document.title):
@@ -188,31 +196,175 @@ def chunk_heading(
             packed.append("\n\n".join(current))
         for body in packed:
             text = f"{head}\n\n{body}".strip() if head else body.strip()
-            if not text:
-                continue
+            if text:
+                chunks.append(
+                    _chunk(document, "heading", len(chunks), text, section.heading_path, section.anchor, count)
+                )
+    return chunks
+
+
+def _chunk(
+    document: Document,
+    strategy: str,
+    position: int,
+    text: str,
+    path: list[str],
+    anchor: str,
+    count: TokenCounter,
+    context_text: str | None = None,
+) -> Chunk:
+    return Chunk(
+        chunk_id=make_chunk_id(document.document_id, strategy, position),
+        document_id=document.document_id,
+        title=document.title,
+        heading_path=path,
+        anchor=anchor,
+        source_uri=document.source_uri + (f"#{anchor}" if anchor else ""),
+        strategy=strategy,
+        language=document.language,
+        position=position,
+        text=text,
+        context_text=context_text,
+        token_count=count(text),
+    )
+
+
+def heading_marks(text: str, title: str) -> list[tuple[int, list[str], str]]:
+    """(character offset, heading path, anchor) of every heading outside code fences, in order."""
+    marks: list[tuple[int, list[str], str]] = [(0, [title] if title else [], "")]
+    path: list[tuple[int, str]] = []
+    offset, in_fence = 0, False
+    for line in text.splitlines(keepends=True):
+        stripped = line.strip()
+        if stripped.startswith(("```", "~~~")):
+            in_fence = not in_fence
+        heading = None if in_fence else _HEADING.match(stripped)
+        if heading:
+            level, raw = len(heading.group(1)), heading.group(2)
+            explicit = _ANCHOR.search(raw)
+            name = _ANCHOR.sub("", raw).strip()
+            path = [(lvl, h) for lvl, h in path if lvl < level] + [(level, name)]
+            marks.append((offset, [h for _, h in path], explicit.group(1) if explicit else slugify(name)))
+        offset += len(line)
+    return marks
+
+
+def chunk_fixed(
+    document: Document, count: TokenCounter, target: int = 450, limit: int = 500, overlap: int = 50, **_: int
+) -> list[Chunk]:
+    """Windows of `target` tokens over the whole page, each starting `overlap` tokens before the last ended.
+
+    Windows follow word boundaries and are cut from the original text, so code and tables keep
+    their layout; the heading path is the one in effect where a window starts.
+    """
+    text = document.text
+    words = [(m.start(), m.end()) for m in re.finditer(r"\S+", text)]
+    seen: dict[str, int] = {}
+    costs = []
+    for start, end in words:
+        word = text[start:end]
+        if word not in seen:
+            seen[word] = count(word)
+        costs.append(seen[word])
+    marks = heading_marks(text, document.title)
+    window = min(target, limit)
+    chunks: list[Chunk] = []
+    first = 0
+    while first < len(words):
+        last, total = first, 0
+        while last < len(words) and (last == first or total + costs[last] <= window):
+            total += costs[last]
+            last += 1
+        body = text[words[first][0] : words[last - 1][1]]
+        while last - first > 1 and count(body) > limit:  # tokenizers that merge across spaces
+            last -= 1
+            body = text[words[first][0] : words[last - 1][1]]
+        _, path, anchor = [m for m in marks if m[0] <= words[first][0]][-1]  # the last heading before
+        chunks.append(_chunk(document, "fixed", len(chunks), body, path, anchor, count))
+        if last >= len(words):
+            break
+        back, kept = last, 0
+        while back - 1 > first + 0 and kept + costs[back - 1] <= overlap:
+            back -= 1
+            kept += costs[back]
+        first = max(back, first + 1)
+    return chunks
+
+
+def _is_structured(block: str) -> bool:
+    stripped = block.lstrip()
+    return stripped.startswith(("```", "~~~")) or (stripped.startswith("|") and "\n" in stripped)
+
+
+def sentence_units(section: Section, count: TokenCounter, limit: int, sentences: int) -> list[str]:
+    """A section's blocks as small units: `sentences` sentences of prose, or one piece of code or table."""
+    units: list[str] = []
+    for block in section.blocks:
+        if _is_structured(block):
+            units.extend(split_block(block, count, limit))
+            continue
+        parts = [p.strip() for p in _SENTENCE_END.split(block) if p.strip()]
+        for start in range(0, len(parts), max(1, sentences)):
+            units.extend(split_block(" ".join(parts[start : start + sentences]), count, limit))
+    return units
+
+
+def chunk_sentence_window(
+    document: Document,
+    count: TokenCounter,
+    target: int = 450,
+    limit: int = 500,
+    overlap: int = 50,
+    sentences: int = 3,
+    **_: int,
+) -> list[Chunk]:
+    """Index a few sentences at a time; each unit carries its neighbours (up to `target` tokens) as context.
+
+    Small units match a question precisely; the generator still reads the surrounding passage.
+    """
+    chunks: list[Chunk] = []
+    for section in parse_sections(document.text, document.title):
+        head = section.heading_line
+        units = sentence_units(section, count, limit, sentences)
+        if not units and head:
+            units = [head]  # a heading with no body of its own still gets indexed
+        costs = [count(u) for u in units]
+        budget = target - (count(head) if head else 0)
+        for k, unit in enumerate(units):
+            lo, hi, used = k, k, costs[k]
+            grew = True
+            while grew:  # widen left and right in turn while the context fits the budget
+                grew = False
+                if lo > 0 and used + costs[lo - 1] <= budget:
+                    lo, used, grew = lo - 1, used + costs[lo - 1], True
+                if hi + 1 < len(units) and used + costs[hi + 1] <= budget:
+                    hi, used, grew = hi + 1, used + costs[hi + 1], True
+            context = "\n\n".join([head, *units[lo : hi + 1]] if head and unit != head else units[lo : hi + 1])
             position = len(chunks)
             chunks.append(
-                Chunk(
-                    chunk_id=make_chunk_id(document.document_id, "heading", position),
-                    document_id=document.document_id,
-                    title=document.title,
-                    heading_path=section.heading_path,
-                    anchor=section.anchor,
-                    source_uri=document.source_uri + (f"#{section.anchor}" if section.anchor else ""),
-                    strategy="heading",
-                    language=document.language,
-                    position=position,
-                    text=text,
-                    token_count=count(text),
+                _chunk(
+                    document,
+                    "sentence_window",
+                    position,
+                    unit,
+                    section.heading_path,
+                    section.anchor,
+                    count,
+                    context_text=context,
                 )
             )
     return chunks
 
 
-STRATEGIES: dict[str, Callable[..., list[Chunk]]] = {"heading": chunk_heading}
+STRATEGIES: dict[str, Callable[..., list[Chunk]]] = {
+    "heading": chunk_heading,
+    "fixed": chunk_fixed,
+    "sentence_window": chunk_sentence_window,
+}
 
 
 def chunk_document(document: Document, strategy: str, count: TokenCounter, **sizes: int) -> list[Chunk]:
+    """Chunk one document with the named strategy; every strategy takes target, limit and overlap."""
     try:
         chunker = STRATEGIES[strategy]
     except KeyError:

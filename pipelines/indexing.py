@@ -11,13 +11,14 @@ import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
+from functools import lru_cache
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from pipelines import bm25
-from pipelines.chunkers import chunk_document
+from pipelines.chunkers import STRATEGIES, chunk_document
 from pipelines.cleaners import clean_document
 from pipelines.documents import Chunk, Document
 from pipelines.embedders import load_embedder
@@ -29,6 +30,11 @@ from pipelines.settings import Settings
 
 ANALYZER_VERSION = "bm25-analyzer-v1"
 Progress = Callable[[int, int], None]
+
+
+def build_strategies(settings: Settings) -> tuple[str, ...]:
+    """The strategies a build indexes: `RAGLINE_BUILD_STRATEGIES`, always including the query-time one."""
+    return tuple(dict.fromkeys([settings.chunk_strategy, *settings.build_strategies]))
 
 
 @dataclass(frozen=True)
@@ -43,6 +49,7 @@ class BuildRequest:
     target_tokens: int
     max_tokens: int
     overlap_tokens: int
+    window_sentences: int = 3
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: Any) -> BuildRequest:
@@ -50,15 +57,19 @@ class BuildRequest:
             "source": str(Path(settings.source).expanduser().resolve()),
             "include": tuple(settings.include),
             "exclude": tuple(settings.exclude),
-            "strategies": (settings.chunk_strategy,),
+            "strategies": build_strategies(settings),
             "embedding_model": settings.embedding_model,
             "target_tokens": settings.chunk_target_tokens,
             "max_tokens": settings.chunk_max_tokens,
             "overlap_tokens": settings.chunk_overlap_tokens,
+            "window_sentences": settings.chunk_window_sentences,
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         for key in ("include", "exclude", "strategies"):
             values[key] = tuple(values[key])
+        unknown = sorted(set(values["strategies"]) - set(STRATEGIES))
+        if unknown or not values["strategies"]:
+            raise ValueError(f"unknown chunk strategies {unknown or '(none)'}; known: {sorted(STRATEGIES)}")
         values["source"] = str(Path(values["source"]).expanduser().resolve())
         return cls(**values)
 
@@ -67,6 +78,7 @@ class BuildRequest:
             "target_tokens": self.target_tokens,
             "max_tokens": self.max_tokens,
             "overlap_tokens": self.overlap_tokens,
+            "window_sentences": self.window_sentences,
             "include": list(self.include),
             "exclude": list(self.exclude),
             "analyzer": ANALYZER_VERSION,
@@ -98,16 +110,19 @@ def version_of(request: BuildRequest, documents: list[Document]) -> str:
 
 def chunk_documents(documents: list[Document], request: BuildRequest, strategy: str) -> list[Chunk]:
     embedder = load_embedder(request.embedding_model)
+    # Packing re-counts the same blocks many times; the count of a text never changes within a build.
+    count = lru_cache(maxsize=200_000)(embedder.count_tokens)
     chunks: list[Chunk] = []
     for document in documents:
         chunks.extend(
             chunk_document(
                 document,
                 strategy,
-                embedder.count_tokens,
+                count,
                 target=request.target_tokens,
                 limit=request.max_tokens,
                 overlap=request.overlap_tokens,
+                sentences=request.window_sentences,
             )
         )
     return chunks

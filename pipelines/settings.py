@@ -45,6 +45,37 @@ class Settings(BaseSettings):
     chunk_target_tokens: int = Field(450, description="Target size of a chunk, in embedding-model tokens.")
     chunk_overlap_tokens: int = Field(50, description="Tokens repeated between consecutive windows of a long section.")
 
+    # Ingestion graph (issue 3): strategies built, checks, retention, schedule.
+    build_strategies: list[str] = Field(
+        default_factory=list,
+        description="Chunk strategies every build indexes besides chunk_strategy (heading, fixed, sentence_window).",
+    )
+    chunk_window_sentences: int = Field(3, description="Sentences in one indexed unit of the sentence_window strategy.")
+    languages: list[str] = Field(
+        default_factory=lambda: ["en", "es", "pt", "de", "fr", "it", "ja", "zh", "ko", "ru"],
+        description="Languages an index may contain (ISO codes); a document outside the set fails the build. [] = any.",
+    )
+    language_from_folder: bool = Field(
+        True, description="Take a document's language from a translation folder in its path (en/, es/...) when present."
+    )
+    golden_file: Path | None = Field(
+        None, description="Golden JSONL for the retrieval smoke check before activation; unset skips the check."
+    )
+    smoke_margin: float = Field(
+        0.05, description="Most the new version's evidence@5 may fall below the active version's before it is refused."
+    )
+    index_retention: int = Field(
+        3, description="Index versions kept (active included); older ones lose their shard/collection, row kept."
+    )
+    build_schedule_cron: str = Field("0 3 * * *", description="Cron of the scheduled index build (Dagster schedule).")
+    build_schedule_enabled: bool = Field(False, description="Start the scheduled index build running (off by default).")
+    source_sensor_enabled: bool = Field(
+        False, description="Start the sensor that rebuilds when the local source directory changes (off by default)."
+    )
+    fetch_delay_seconds: float = Field(1.0, description="Pause between two requests to one host (URL/sitemap sources).")
+    fetch_retries: int = Field(3, description="Retries of a failed fetch, with exponential backoff.")
+    fetch_max_bytes: int = Field(5_000_000, description="Largest page a URL source downloads; bigger pages fail.")
+
     top_k: int = Field(8, description="Candidates kept after fusion.")
     candidates: int = Field(30, description="Candidates fetched from each retriever before fusion.")
     rrf_k: int = Field(60, description="k of reciprocal rank fusion.")

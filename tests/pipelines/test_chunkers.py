@@ -54,3 +54,76 @@ def test_admonitions_front_matter_and_includes_are_cleaned() -> None:
     assert title == "Configuring"
     assert "**Offline:**" in clean and "Copy the wheels." in clean
     assert "///" not in clean and "{*" not in clean
+
+
+LONG_PAGE = (
+    "# Guide { #guide }\n\nIntro sentence one. Intro sentence two.\n\n"
+    "## Setup\n\n"
+    + " ".join(f"Setup step {i} configures the harbor option number {i}." for i in range(60))
+    + "\n\n```python\n"
+    + "\n".join(f"value_{i} = compute({i})" for i in range(40))
+    + "\n```\n\n## Usage { #usage }\n\nRun `harbor sync` to upload. Then check the dashboard.\n"
+)
+
+
+def test_fixed_windows_overlap_stay_under_the_limit_and_lose_nothing() -> None:
+    from pipelines.chunkers import chunk_fixed
+    from pipelines.index_checks import lost_text
+
+    page = doc(LONG_PAGE)
+    chunks = chunk_fixed(page, COUNT, target=100, limit=120, overlap=20)
+    assert len(chunks) > 5
+    assert all(c.strategy == "fixed" and c.token_count <= 120 for c in chunks)
+    # Consecutive windows share their boundary text (the overlap).
+    first, second = chunks[0].text, chunks[1].text
+    assert second.split()[0] in first.split()[-30:]
+    # A window carries the heading in effect where it starts.
+    assert chunks[0].anchor == "guide" and chunks[1].heading_path == ["Guide", "Setup"]
+    assert lost_text([page], chunks)["passed"]
+
+
+def test_sentence_window_indexes_small_units_with_wider_context() -> None:
+    from pipelines.chunkers import chunk_sentence_window
+
+    page = doc(LONG_PAGE)
+    chunks = chunk_sentence_window(page, COUNT, target=200, limit=250, sentences=2)
+    step = next(c for c in chunks if "Setup step 10 " in c.text)
+    assert step.text.count("Setup step") == 2  # two sentences indexed
+    assert step.context_text is not None and step.context_text.startswith("## Setup")
+    assert "Setup step 8 " in step.context_text and "Setup step 13 " in step.context_text
+    assert COUNT(step.context_text) <= 200 + 10
+    assert step.generation_text == step.context_text
+    code = [c for c in chunks if "value_0 =" in c.text]
+    assert code and code[0].text.startswith("```python")
+
+
+def test_chunk_ids_are_unique_across_strategies_and_no_strategy_loses_text() -> None:
+    from pipelines.chunkers import STRATEGIES, chunk_document
+    from pipelines.index_checks import lost_text
+
+    page = doc(LONG_PAGE)
+    chunks = [c for s in STRATEGIES for c in chunk_document(page, s, COUNT, target=100, limit=120, overlap=20)]
+    ids = [c.chunk_id for c in chunks]
+    assert len(ids) == len(set(ids)) and {c.strategy for c in chunks} == set(STRATEGIES)
+    assert lost_text([page], chunks)["passed"]
+    # Break it on purpose: drop one heading chunk and the check names what went missing.
+    dropped = [c for c in chunks if not (c.strategy == "heading" and "Setup step 30 " in c.text)]
+    report = lost_text([page], dropped)
+    assert not report["passed"] and report["examples"][0]["strategy"] == "heading"
+    assert any("Setup step 30 " in e["text"] for e in report["examples"])
+
+
+def test_an_unknown_strategy_is_a_clear_error() -> None:
+    import pytest
+
+    from pipelines.chunkers import chunk_document
+
+    with pytest.raises(ValueError, match="unknown chunk strategy 'nope'"):
+        chunk_document(doc("# A\n\nText."), "nope", COUNT)
+
+
+def test_an_enormous_sentence_keeps_its_place() -> None:
+    from pipelines.chunkers import _split_prose
+
+    pieces = _split_prose("Short one. " + "word " * 30 + "end. Last.", lambda s: len(s.split()), 10)
+    assert pieces[0] == "Short one." and pieces[-1].endswith("Last.")
