@@ -1,0 +1,230 @@
+"""`eval answers`: the whole query pipeline per golden question, scored stage by stage.
+
+Deterministic scores (always): reply kind, facts present by normalised match, citation validity
+(every marker names a supplied chunk that exists in the index), and quote checks (a cited sentence
+is found in the text of the chunk it cites). With a judge (`evals.judge`), faithfulness and ALCE
+citation precision / recall come from the judge's claims, each backed by a quote the code checks
+in the cited chunk; a control run judges every answer against another question's chunks.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+
+from evals.golden import GoldenQuestion, evidence_rank, normalise, page_at
+from evals.judge import Judge, JudgedAnswer
+from evals.stats import mean
+from pipelines.citations import MARKER, split_sentences
+from pipelines.documents import Chunk
+from pipelines.ports import VectorIndex
+
+log = structlog.get_logger(__name__)
+
+EXPECTED_STATUS = {"answer": "answered", "abstain": "no_answer", "clarify": "clarify"}
+
+# Runs one question through the pipeline: returns the reply dict, or raises with an error code.
+AskFn = Callable[[str], dict[str, Any]]
+
+
+@dataclass
+class Statement:
+    """One answer sentence without its markers, and the chunk ids it cites."""
+
+    text: str
+    chunk_ids: list[str]
+
+
+def statements(answer: str) -> list[Statement]:
+    out = []
+    for sentence in split_sentences(answer):
+        ids = MARKER.findall(sentence)
+        text = MARKER.sub("", sentence).strip()
+        if text:
+            out.append(Statement(text, ids))
+    return out
+
+
+def quoted_in(text: str, sources: Sequence[str]) -> bool:
+    """The normalised text occurs in one of the normalised sources."""
+    needle = normalise(text)
+    return bool(needle) and any(needle in normalise(s) for s in sources)
+
+
+@dataclass
+class AnswerRecord:
+    id: str
+    expected: str
+    status: str
+    answer: str
+    citations: list[dict[str, Any]]
+    verification: Any
+    timings_ms: dict[str, float] = field(default_factory=dict)
+    kind_correct: bool = False
+    facts_present: float | None = None  # answer questions only
+    citation_validity: float | None = None  # answered replies with markers only
+    quote_support: float | None = None  # share of statements found in a chunk they cite
+    evidence5: float | None = None  # retrieval seen by the pipeline, answer questions only
+    page5: float | None = None
+    mrr: float | None = None
+    judged: JudgedAnswer | None = None
+    control: JudgedAnswer | None = None
+    error: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        out = {
+            "id": self.id,
+            "status": self.status,
+            "answer": self.answer,
+            "citations": self.citations,
+            "verification": self.verification,
+            "expected": self.expected,
+            "kind_correct": self.kind_correct,
+            "facts_present": self.facts_present,
+            "citation_validity": self.citation_validity,
+            "quote_support": self.quote_support,
+        }
+        if self.judged is not None:
+            out["judge"] = self.judged.as_dict()
+        if self.error:
+            out["error"] = self.error
+        return out
+
+
+def _chunks_by_id(index: VectorIndex, ids: Sequence[str]) -> dict[str, Chunk]:
+    return {c.chunk_id: c for c in index.get_chunks(list(dict.fromkeys(ids)))} if ids else {}
+
+
+def score_reply(question: GoldenQuestion, reply: dict[str, Any], index: VectorIndex) -> AnswerRecord:
+    status = reply.get("status", "error")
+    answer = reply.get("answer", "")
+    record = AnswerRecord(
+        id=question.id,
+        expected=question.expected,
+        status=status,
+        answer=answer,
+        citations=reply.get("citations", []),
+        verification=reply.get("verification"),
+        timings_ms=reply.get("timings_ms", {}),
+        kind_correct=status == EXPECTED_STATUS.get(question.expected),
+    )
+    retrieved_ids = [c["chunk_id"] for c in reply.get("retrieved", [])]
+    cited = [cid for s in statements(answer) for cid in s.chunk_ids] if status == "answered" else []
+    chunks = _chunks_by_id(index, retrieved_ids + cited)
+    if question.expected == "answer":
+        said = normalise(answer) if status == "answered" else ""
+        record.facts_present = mean([float(normalise(f) in said) for f in question.facts]) if question.facts else None
+        texts = [chunks[c].generation_text for c in retrieved_ids if c in chunks]
+        rank = evidence_rank(question.evidence, texts, 10)
+        record.evidence5 = float(rank is not None and rank <= 5)
+        record.mrr = 1.0 / rank if rank else 0.0
+        record.page5 = float(page_at(question.pages, [chunks[c].document_id for c in retrieved_ids if c in chunks], 5))
+    if status == "answered":
+        supplied = set(retrieved_ids)
+        if cited:
+            record.citation_validity = mean([float(c in supplied and c in chunks) for c in cited])
+        parts = statements(answer)
+        record.quote_support = mean(
+            [float(quoted_in(s.text, [chunks[c].generation_text for c in s.chunk_ids if c in chunks])) for s in parts]
+        )
+    return record
+
+
+@dataclass
+class AnswerRun:
+    records: list[AnswerRecord]
+    judge_model: str | None = None
+
+    def per_question(self) -> list[dict[str, Any]]:
+        return [r.as_dict() for r in self.records]
+
+    def overall(self) -> dict[str, Any]:
+        kinds: dict[str, dict[str, int]] = {}
+        for expected in ("answer", "abstain", "clarify"):
+            group = [r for r in self.records if r.expected == expected]
+            kinds[expected] = {"n": len(group), "correct": sum(r.kind_correct for r in group)}
+
+        def avg(values: list[float | None]) -> float | None:
+            present = [v for v in values if v is not None]
+            return round(mean(present), 4) if present else None
+
+        judged = [r.judged for r in self.records if r.judged is not None]
+        out: dict[str, Any] = {
+            "reply_kind": kinds,
+            "citation_validity": avg([r.citation_validity for r in self.records]),
+            "facts_present": avg([r.facts_present for r in self.records]),
+            "faithfulness": avg([j.faithfulness for j in judged]) if judged else None,
+            "citation_precision": avg([j.citation_precision for j in judged]) if judged else None,
+            "citation_recall": avg([j.citation_recall for j in judged]) if judged else None,
+            "quote_support": avg([r.quote_support for r in self.records]),
+            "errors": sum(1 for r in self.records if r.error),
+        }
+        if judged:
+            control = [r.control for r in self.records if r.control is not None]
+            control_faith = avg([c.faithfulness for c in control])
+            out["judge"] = {
+                "model": self.judge_model,
+                "answers_judged": len(judged),
+                "facts_correct": avg([j.facts_correct for j in judged]),
+                "control": {
+                    "answers": len(control),
+                    "faithfulness": control_faith,
+                    # The judge is trusted only if the same answers look unfaithful against unrelated chunks.
+                    "unfaithful_as_expected": control_faith is not None and control_faith < 0.5,
+                },
+            }
+        else:
+            # Without a judge, faithfulness falls back to the quote check and says so.
+            out["faithfulness_method"] = "quote_check (no judge)"
+        return out
+
+    def report(self) -> dict[str, Any]:
+        return {"overall": self.overall(), "questions": self.per_question()}
+
+
+def run_answers(
+    questions: Sequence[GoldenQuestion],
+    ask: AskFn,
+    index: VectorIndex,
+    judge: Judge | None = None,
+    on_error: Callable[[Exception], str] | None = None,
+) -> AnswerRun:
+    records: list[AnswerRecord] = []
+    for question in questions:
+        try:
+            reply = ask(question.question)
+        except Exception as exc:  # a failed request is scored as such, never as a fake no_answer
+            code = on_error(exc) if on_error else type(exc).__name__
+            if on_error is None:
+                raise
+            records.append(AnswerRecord(question.id, question.expected, "error", "", [], None, error=code))
+            continue
+        records.append(score_reply(question, reply, index))
+    if judge is not None:
+        judge_records(records, questions, index, judge)
+    return AnswerRun(records, judge.model if judge else None)
+
+
+def judge_records(
+    records: Sequence[AnswerRecord], questions: Sequence[GoldenQuestion], index: VectorIndex, judge: Judge
+) -> None:
+    """Judge every answered reply against its cited chunks, and (control) against the chunks cited by
+    the next answered reply of another question."""
+    by_id = {q.id: q for q in questions}
+    answered = [r for r in records if r.status == "answered" and r.citations]
+    cited = {r.id: [c["chunk_id"] for c in r.citations] for r in answered}
+    chunks = _chunks_by_id(index, [cid for ids in cited.values() for cid in ids])
+    for i, record in enumerate(answered):
+        sources = {cid: chunks[cid].generation_text for cid in cited[record.id] if cid in chunks}
+        record.judged = judge.judge(by_id[record.id].question, record.answer, sources, by_id[record.id].facts)
+        if len(answered) > 1:
+            other = answered[(i + 1) % len(answered)]
+            foreign = {cid: chunks[cid].generation_text for cid in cited[other.id] if cid in chunks}
+            if set(foreign) - set(sources):
+                # The answer's markers point at chunks the control set does not have: the judge sees
+                # the foreign passages under the cited ids, so only their content can support a claim.
+                relabelled = dict(zip(sources or cited[record.id], foreign.values(), strict=False))
+                record.control = judge.judge(by_id[record.id].question, record.answer, relabelled, [])

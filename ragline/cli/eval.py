@@ -1,0 +1,330 @@
+"""`ragline eval ...`: retrieval, beir, answers and ab evaluations (the scoring lives in `evals/`).
+
+This module is the composition root of an evaluation: it builds (or reuses) the index of a source
+in a data dir of its own, through the same Dagster assets as `ragline index build`, opens it, and
+hands the opened parts to `evals/`, which imports only `pipelines` and `query_graph`.
+"""
+
+from __future__ import annotations
+
+import argparse
+import datetime as dt
+import hashlib
+import json
+import sys
+from collections.abc import Iterator, Sequence
+from contextlib import contextmanager
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from pipelines.settings import Settings
+
+
+def _key(*parts: Any) -> str:
+    return hashlib.sha256(json.dumps(parts, sort_keys=True, default=str).encode()).hexdigest()[:12]
+
+
+def eval_settings(
+    base: Settings,
+    source: str,
+    include: Sequence[str] | None,
+    exclude: Sequence[str] | None,
+    strategy: str | None,
+    embedding_model: str | None,
+) -> Settings:
+    """Settings of an evaluation index: its own data dir (and registry schema), so evaluating never
+    touches the index a server is serving, and the same source and settings reuse the same index."""
+    resolved = str(Path(source).expanduser().resolve())
+    if not Path(resolved).is_dir():
+        raise ValueError(f"--source {source!r} is not a directory")
+    values: dict[str, Any] = {
+        "source": resolved,
+        "include": list(include or base.include),
+        "exclude": list(exclude or base.exclude),
+        "chunk_strategy": strategy or base.chunk_strategy,
+        "embedding_model": embedding_model or base.embedding_model,
+    }
+    key = _key(values, base.chunk_target_tokens, base.chunk_max_tokens, base.chunk_overlap_tokens)
+    return Settings(
+        **values,
+        profile=base.profile,
+        home=base.data_dir / "evals" / "indexes" / key,
+        postgres_dsn=base.postgres_dsn,
+        redis_url=base.redis_url,
+        qdrant_url=base.qdrant_url,
+        postgres_schema=f"{base.postgres_schema}_eval_{key}",
+        cache_prefix=f"eval-{key}",
+        registry_poll_seconds=0.0,
+    )
+
+
+@dataclass
+class OpenedIndex:
+    settings: Settings
+    stores: Any
+    version: Any
+    index: Any
+    info: dict[str, Any]
+
+
+@contextmanager
+def opened_index(settings: Settings) -> Iterator[OpenedIndex]:
+    """Build the evaluation index when its content version is not the active one, then open it."""
+    from assets.build import build_index
+    from pipelines.indexing import BuildRequest
+    from pipelines.profiles import open_stores
+
+    stores = open_stores(settings)
+    index = None
+    try:
+        request = BuildRequest.from_settings(settings)
+        print(f"ragline eval: indexing {request.source} into {settings.data_dir} ...", file=sys.stderr, flush=True)
+        outcome = build_index(settings, stores, request)
+        verb = "built" if outcome.built else "reused"
+        print(f"ragline eval: {verb} {outcome.version} ({outcome.seconds:.1f} s)", file=sys.stderr, flush=True)
+        version = stores.registry.active()
+        assert version is not None and version.version == outcome.version
+        index = stores.open_index(version.location)
+        info = {
+            "content_version": version.version,
+            "fingerprint": version.fingerprint,
+            "chunks": version.chunk_count,
+            "strategy": settings.chunk_strategy,
+        }
+        yield OpenedIndex(settings, stores, version, index, info)
+    finally:
+        if index is not None:
+            index.close()
+        stores.close()
+
+
+def rerank_scorer() -> Any:
+    """The cross-encoder of `pipelines.rerank` as a (question, chunks) -> scores function, or None."""
+    try:
+        from pipelines import rerank
+    except ImportError:
+        return None
+    reranker = rerank.load_reranker() if hasattr(rerank, "load_reranker") else None
+    if reranker is None:
+        return None
+
+    def score(question: str, chunks: Sequence[Any]) -> list[float]:
+        return list(reranker.score(question, [rerank.rerank_text(c) for c in chunks]))
+
+    return score
+
+
+def _write(out: str, report: dict[str, Any]) -> Path:
+    path = Path(out)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    path.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
+    print(f"ragline eval: wrote {path}", file=sys.stderr)
+    return path
+
+
+def _modes(text: str) -> list[str]:
+    return [m.strip() for m in text.split(",") if m.strip()]
+
+
+def _golden(paths: Sequence[str]) -> list[Any]:
+    from evals.golden import load_golden
+
+    questions = []
+    for p in paths:
+        questions.extend(load_golden(Path(p)))
+    return questions
+
+
+def cmd_eval_retrieval(args: argparse.Namespace) -> int:
+    from evals.retrieval import evaluate_retrieval
+    from evals.search_modes import SearchSetup
+    from pipelines.embedders import load_embedder
+
+    base = Settings()
+    try:
+        settings = eval_settings(base, args.source, args.include, args.exclude, args.strategy, args.embedding_model)
+        questions = _golden(args.golden)
+        modes = _modes(args.modes)
+        scorer = rerank_scorer() if "hybrid+rerank" in modes else None
+        with opened_index(settings) as opened:
+            setup = SearchSetup(
+                index=opened.index,
+                strategy=settings.chunk_strategy,
+                candidates=settings.candidates,
+                rrf_k=settings.rrf_k,
+                fusion=args.fusion,
+                rerank=scorer,
+            )
+            run = evaluate_retrieval(questions, modes, load_embedder(settings.embedding_model), setup, opened.info)
+    except (ValueError, OSError) as exc:
+        print(f"ragline eval: {exc}", file=sys.stderr)
+        return 1
+    report = run.report()
+    report["index"]["embedding_model"] = settings.embedding_model
+    report["index"]["fusion"] = args.fusion
+    _write(args.out, report)
+    return 0
+
+
+def cmd_eval_beir(args: argparse.Namespace) -> int:
+    from evals.beir import build_or_reuse, evaluate_beir, load_beir
+    from evals.search_modes import SearchSetup
+    from pipelines.vector_store_edge import EdgeShardIndex, EdgeShardWriter
+
+    base = Settings()
+    model = args.embedding_model or base.embedding_model
+    modes = _modes(args.modes)
+    try:
+        data = load_beir(Path(args.data), Path(args.qrels) if args.qrels else None)
+        folder = base.data_dir / "evals" / "beir" / _key(str(Path(args.data).resolve()))
+        print(f"ragline eval: BEIR index of {len(data.corpus)} documents in {folder} ...", file=sys.stderr, flush=True)
+        info = build_or_reuse(
+            data, folder, model, base.chunk_target_tokens, base.chunk_max_tokens, lambda p, d: EdgeShardWriter(p, d)
+        )
+        scorer = rerank_scorer() if "hybrid+rerank" in modes else None
+        index = EdgeShardIndex(folder / info["key"] / "shard")
+        try:
+            setup = SearchSetup(
+                index=index, strategy=None, candidates=100, rrf_k=base.rrf_k, fusion=args.fusion, rerank=scorer
+            )
+            info = {**info, "qrels": str(args.qrels or Path(args.data) / "qrels" / "test.tsv"), "fusion": args.fusion}
+            run = evaluate_beir(data, modes, model, index, setup, info)
+        finally:
+            index.close()
+    except (ValueError, OSError) as exc:
+        print(f"ragline eval: {exc}", file=sys.stderr)
+        return 1
+    _write(args.out, run.report())
+    return 0
+
+
+def _judge(args: argparse.Namespace) -> Any:
+    if not args.judge:
+        return None
+    from evals.judge import Judge
+
+    return Judge(args.judge, api_base=args.judge_api_base, api_key=args.judge_api_key)
+
+
+def _with(settings: Settings, **overrides: Any) -> Settings:
+    """The same settings with some fields changed (validated by the settings class itself)."""
+    unknown = [k for k in overrides if k not in Settings.model_fields]
+    if unknown:
+        raise ValueError(f"unknown node/setting {unknown[0]!r}; nodes are settings such as rerank, fusion, crag")
+    return Settings(**{**settings.model_dump(), **overrides})
+
+
+def _answer_run(settings: Settings, opened: OpenedIndex, questions: list[Any], judge: Any) -> Any:
+    import uuid
+
+    from evals.answers import run_answers
+    from query_graph.service import QueryFailed, QueryService
+
+    # A fresh cache namespace: an evaluation measures the pipeline, never an earlier run's cached replies.
+    fresh = _with(settings, cache_prefix=f"eval-{uuid.uuid4().hex[:12]}")
+    service = QueryService(fresh, opened.stores)
+
+    def on_error(exc: Exception) -> str:
+        if isinstance(exc, QueryFailed):
+            return exc.code
+        raise exc
+
+    return run_answers(questions, service.answer, opened.index, judge, on_error)
+
+
+def cmd_eval_answers(args: argparse.Namespace) -> int:
+    base = Settings()
+    try:
+        settings = eval_settings(base, args.source, args.include, args.exclude, args.strategy, args.embedding_model)
+        questions = _golden(args.golden)
+        with opened_index(settings) as opened:
+            run = _answer_run(settings, opened, questions, _judge(args))
+    except (ValueError, OSError) as exc:
+        print(f"ragline eval: {exc}", file=sys.stderr)
+        return 1
+    report = run.report()
+    report["index"] = opened.info
+    _write(args.out, report)
+    return 0
+
+
+def cmd_eval_ab(args: argparse.Namespace) -> int:
+    from evals.ab import NodeVariants, ab_report, markdown
+
+    base = Settings()
+    try:
+        nodes = [NodeVariants.parse(n) for n in args.node]
+        settings = eval_settings(base, args.source, args.include, args.exclude, args.strategy, args.embedding_model)
+        questions = _golden(args.golden)
+        runs = {}
+        with opened_index(settings) as opened:
+            for node in nodes:
+                for variant, label in zip(node.variants, node.labels(), strict=True):
+                    print(f"ragline eval: variant {label} ...", file=sys.stderr, flush=True)
+                    runs[label] = _answer_run(_with(settings, **{node.node: variant}), opened, questions, None)
+    except (ValueError, OSError) as exc:
+        print(f"ragline eval: {exc}", file=sys.stderr)
+        return 1
+    report = {"index": opened.info, **ab_report(runs, nodes)}
+    path = _write(args.out, report)
+    command = "ragline eval ab " + " ".join(sys.argv[3:] if sys.argv[1:3] == ["eval", "ab"] else [])
+    md = path.with_suffix(".md")
+    md.write_text(markdown(report, f"A/B: {', '.join(n.node for n in nodes)}", command.strip()), encoding="utf-8")
+    # The server's /console reads this pointer to show the latest A/B report.
+    pointer = base.data_dir / "evals" / "latest.json"
+    pointer.parent.mkdir(parents=True, exist_ok=True)
+    pointer.write_text(
+        json.dumps({"kind": "ab", "json": str(path.resolve()), "markdown": str(md.resolve()), "written_at": now_iso()})
+    )
+    return 0
+
+
+def _source_args(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument("--source", required=True, help="directory of documents to index and evaluate")
+    parser.add_argument("--include", action="append", help="glob of documents to index (repeatable)")
+    parser.add_argument("--exclude", action="append", help="glob of documents to skip (repeatable)")
+    parser.add_argument("--strategy", help="chunk strategy (default: RAGLINE_CHUNK_STRATEGY)")
+    parser.add_argument("--embedding-model", help="embedder (default: RAGLINE_EMBEDDING_MODEL)")
+    parser.add_argument("--golden", action="append", required=True, help="golden JSONL file (repeatable)")
+
+
+def register(commands: Any) -> None:
+    group = commands.add_parser("eval", help="evaluate retrieval, answers and node variants")
+    actions = group.add_subparsers(dest="action", required=True)
+
+    retrieval = actions.add_parser("retrieval", help="score retrieval modes on golden questions")
+    _source_args(retrieval)
+    retrieval.add_argument("--modes", default="dense,bm25,hybrid,hybrid+rerank")
+    retrieval.add_argument("--fusion", default="rrf", help="fusion of the hybrid modes: rrf, weighted_rrf, dbsf")
+    retrieval.add_argument("--out", required=True)
+    retrieval.set_defaults(func=cmd_eval_retrieval)
+
+    beir = actions.add_parser("beir", help="nDCG@10 and recall@100 on a BEIR-format data set")
+    beir.add_argument("--data", required=True, help="folder with corpus.jsonl, queries.jsonl, qrels/")
+    beir.add_argument("--qrels", help="qrels TSV to score (default: DATA/qrels/test.tsv)")
+    beir.add_argument("--modes", default="dense,bm25,hybrid,hybrid+rerank")
+    beir.add_argument("--fusion", default="rrf", help="fusion of the hybrid modes: rrf, weighted_rrf, dbsf")
+    beir.add_argument("--embedding-model", help="embedder (default: RAGLINE_EMBEDDING_MODEL)")
+    beir.add_argument("--out", required=True)
+    beir.set_defaults(func=cmd_eval_beir)
+
+    answers = actions.add_parser("answers", help="run the whole pipeline per golden question and score it")
+    _source_args(answers)
+    answers.add_argument("--judge", help="litellm model id of a judge (e.g. openai/gpt-4o-mini); unset: no judge")
+    answers.add_argument("--judge-api-base", help="base URL of the judge's OpenAI-compatible API")
+    answers.add_argument("--judge-api-key", help="API key of the judge's provider")
+    answers.add_argument("--out", required=True)
+    answers.set_defaults(func=cmd_eval_answers)
+
+    ab = actions.add_parser("ab", help="compare variants of query-graph nodes on the same questions")
+    _source_args(ab)
+    ab.add_argument(
+        "--node", action="append", required=True, help="NAME=baseline,variant[,...], e.g. rerank=none,cross_encoder"
+    )
+    ab.add_argument("--out", required=True)
+    ab.set_defaults(func=cmd_eval_ab)
+
+
+def now_iso() -> str:
+    return dt.datetime.now(dt.UTC).isoformat(timespec="seconds")

@@ -1,0 +1,76 @@
+"""A loopback OpenAI-compatible chat server that plays a rule-following judge, for testing the judge path.
+
+It reads the JSON request `evals.judge` sends and, for each statement, quotes the statement itself
+from the first cited passage that contains it (no quote when none does), as an honest judge would.
+Under the path prefix `/liar` it instead invents a quote for every claim, so the test can show the
+code refuses quotes that are not in the passage.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+
+def _norm(text: str) -> str:
+    return re.sub(r"\s+", " ", re.sub(r"[`*]", "", text.lower())).strip()
+
+
+def verdict(payload: dict[str, Any], liar: bool) -> dict[str, Any]:
+    passages = {p["chunk_id"]: p["text"] for p in payload["passages"]}
+    statements = []
+    for s in payload["statements"]:
+        source = next((c for c in s["cites"] if c in passages and _norm(s["statement"]) in _norm(passages[c])), None)
+        if liar:
+            claim = {"claim": s["statement"], "chunk_id": (s["cites"] or [None])[0], "quote": "an invented quote"}
+        else:
+            claim = {"claim": s["statement"], "chunk_id": source, "quote": s["statement"] if source else None}
+        statements.append({"index": s["index"], "claims": [claim]})
+    answer = payload["answer"]
+    facts = [
+        {"fact": f, "stated": _norm(f) in _norm(answer), "quote": f if _norm(f) in _norm(answer) else None}
+        for f in payload["facts"]
+    ]
+    return {"statements": statements, "facts": facts}
+
+
+class _Handler(BaseHTTPRequestHandler):
+    def do_POST(self) -> None:
+        body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+        payload = json.loads(body["messages"][-1]["content"])
+        content = "```json\n" + json.dumps(verdict(payload, self.path.startswith("/liar"))) + "\n```"
+        reply = {
+            "id": "chatcmpl-judge",
+            "object": "chat.completion",
+            "created": 0,
+            "model": body.get("model", "judge"),
+            "choices": [{"index": 0, "message": {"role": "assistant", "content": content}, "finish_reason": "stop"}],
+            "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+        }
+        data = json.dumps(reply).encode()
+        self.send_response(200)
+        self.send_header("Content-Type", "application/json")
+        self.send_header("Content-Length", str(len(data)))
+        self.end_headers()
+        self.wfile.write(data)
+
+    def log_message(self, format: str, *args: Any) -> None:  # keep test output quiet
+        return
+
+
+@contextmanager
+def judge_server() -> Iterator[str]:
+    """Serve on a free loopback port; yields the base URL (`.../v1`), stops on exit."""
+    server = ThreadingHTTPServer(("127.0.0.1", 0), _Handler)
+    thread = threading.Thread(target=server.serve_forever, daemon=True)
+    thread.start()
+    try:
+        yield f"http://127.0.0.1:{server.server_port}"
+    finally:
+        server.shutdown()
+        server.server_close()

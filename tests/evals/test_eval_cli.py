@@ -1,0 +1,125 @@
+"""`ragline eval` end to end on the fixture corpus and a small golden set, run as a user runs it."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import uuid
+from collections.abc import Iterator
+from pathlib import Path
+
+import psycopg
+import pytest
+
+from tests.corpus import write_corpus
+
+RAGLINE = str(Path(sys.executable).parent / "ragline")
+GOLDEN = Path(__file__).parent / "fixtures" / "harbor.jsonl"
+MODE_KEYS = {"n", "evidence@1", "evidence@5", "evidence@10", "page@5", "mrr@10", "latency_ms", "by_type", "misses"}
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, str]]:
+    """The configured PostgreSQL and Redis (CI's), or the embedded profile where none is configured."""
+    schema = f"t_{uuid.uuid4().hex[:10]}"
+    home = tmp_path_factory.mktemp("evalhome")
+    values = {**os.environ, "RAGLINE_HOME": str(home), "RAGLINE_POSTGRES_SCHEMA": schema}
+    dsn, redis = os.environ.get("RAGLINE_TEST_POSTGRES_DSN"), os.environ.get("RAGLINE_TEST_REDIS_URL")
+    if dsn and redis:
+        values.update({"RAGLINE_PROFILE": "services", "RAGLINE_POSTGRES_DSN": dsn, "RAGLINE_REDIS_URL": redis})
+    yield values
+    if dsn:
+        with psycopg.connect(dsn, autocommit=True) as conn:
+            names = conn.execute(
+                "SELECT schema_name FROM information_schema.schemata WHERE schema_name LIKE %s", (schema + "%",)
+            ).fetchall()
+            for (name,) in names:
+                conn.execute(f"DROP SCHEMA IF EXISTS {name} CASCADE")
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return write_corpus(tmp_path_factory.mktemp("docs"))
+
+
+def ragline(env: dict[str, str], *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([RAGLINE, "eval", *args], capture_output=True, text=True, env=env, timeout=600)
+
+
+def test_eval_retrieval_writes_the_contract_and_reuses_its_index(
+    env: dict[str, str], source: Path, tmp_path: Path
+) -> None:
+    out = tmp_path / "retrieval.json"
+    args = ["retrieval", "--source", str(source), "--exclude", "notes/**", "--golden", str(GOLDEN)]
+    first = ragline(env, *args, "--modes", "dense,bm25,hybrid", "--out", str(out))
+    assert first.returncode == 0, first.stderr
+    report = json.loads(out.read_text())
+    assert set(report) == {"index", "query_embedding_ms", "modes"}
+    assert {"content_version", "fingerprint", "chunks", "strategy"} <= set(report["index"])
+    assert report["index"]["strategy"] == "heading" and report["index"]["chunks"] > 3
+    assert set(report["query_embedding_ms"]) == {"p50", "p95"}
+    assert set(report["modes"]) == {"dense", "bm25", "hybrid"}
+    for mode, scores in report["modes"].items():
+        assert set(scores) == MODE_KEYS, mode
+        assert scores["n"] == 4  # the abstain question does not count
+        assert 0.0 <= scores["evidence@1"] <= scores["evidence@5"] <= scores["evidence@10"] <= 1.0
+        assert set(scores["latency_ms"]) == {"p50", "p95"}
+        assert sum(t["n"] for t in scores["by_type"].values()) == 4
+    # Four plain questions on a three-page corpus: hybrid finds every one in its top 5.
+    assert report["modes"]["hybrid"]["evidence@5"] == 1.0 and report["modes"]["hybrid"]["misses"] == []
+    assert report["modes"]["hybrid"]["page@5"] == 1.0 and report["modes"]["hybrid"]["mrr@10"] > 0.5
+
+    again = ragline(env, *args, "--modes", "bm25", "--out", str(tmp_path / "again.json"))
+    assert again.returncode == 0, again.stderr
+    assert "reused" in again.stderr
+    assert json.loads((tmp_path / "again.json").read_text())["index"] == report["index"]
+
+
+def test_eval_retrieval_rejects_bad_input(env: dict[str, str], source: Path, tmp_path: Path) -> None:
+    bad = ragline(
+        env, "retrieval", "--source", str(source), "--golden", str(GOLDEN), "--modes", "sparse", "--out", "x.json"
+    )
+    assert bad.returncode == 1 and "unknown mode" in bad.stderr
+    missing = ragline(env, "retrieval", "--source", str(tmp_path / "nope"), "--golden", str(GOLDEN), "--out", "x.json")
+    assert missing.returncode == 1 and "not a directory" in missing.stderr
+
+
+def test_eval_answers_scores_reply_kinds_and_citations(env: dict[str, str], source: Path, tmp_path: Path) -> None:
+    out = tmp_path / "answers.json"
+    done = ragline(
+        env, "answers", "--source", str(source), "--exclude", "notes/**", "--golden", str(GOLDEN), "--out", str(out)
+    )
+    assert done.returncode == 0, done.stderr
+    report = json.loads(out.read_text())
+    overall = report["overall"]
+    assert {"reply_kind", "citation_validity", "facts_present", "faithfulness", "citation_precision"} <= set(overall)
+    assert "citation_recall" in overall
+    assert overall["reply_kind"]["answer"]["n"] == 4 and overall["reply_kind"]["abstain"]["n"] == 1
+    assert overall["reply_kind"]["answer"]["correct"] >= 3
+    assert overall["citation_validity"] == 1.0  # the pipeline never releases a marker it was not given
+    assert overall["faithfulness"] is None  # no judge: only the deterministic scores
+    assert [q["id"] for q in report["questions"]] == ["h-001", "h-002", "h-003", "h-004", "h-005"]
+    assert {"id", "status", "answer", "citations", "verification"} <= set(report["questions"][0])
+    first = report["questions"][0]
+    assert first["status"] == "answered" and first["facts_present"] == 1.0  # "7420" is in the answer
+
+
+def test_eval_ab_compares_variants_with_statistics(env: dict[str, str], source: Path, tmp_path: Path) -> None:
+    out = tmp_path / "ab.json"
+    done = ragline(
+        env, "ab", "--source", str(source), "--exclude", "notes/**", "--golden", str(GOLDEN),
+        "--node", "fusion=rrf,dbsf", "--out", str(out),
+    )  # fmt: skip
+    assert done.returncode == 0, done.stderr
+    report = json.loads(out.read_text())
+    assert set(report["variants"]) == {"fusion=rrf", "fusion=dbsf"}
+    assert report["comparisons"], "no metric was compared"
+    for row in report["comparisons"]:
+        assert {"metric", "a", "b", "diff", "ci95", "p_value"} <= set(row)
+        assert row["ci95"][0] <= row["diff"] <= row["ci95"][1] or row["ci95"][0] == row["ci95"][1]
+        assert 0.0 <= row["p_value"] <= 1.0
+    assert out.with_suffix(".md").read_text().startswith("# A/B: fusion")
+    pointer = json.loads((Path(env["RAGLINE_HOME"]) / "evals" / "latest.json").read_text())
+    assert pointer["json"] == str(out.resolve())
