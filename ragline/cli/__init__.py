@@ -8,9 +8,10 @@ import sys
 import warnings
 
 from pipelines.settings import Settings
+from ragline.cli import eval as eval_cli
 from ragline.cli import index, query, serve
 
-COMMAND_MODULES = [serve, index, query]
+COMMAND_MODULES = [serve, index, query, eval_cli]
 
 
 def parser() -> argparse.ArgumentParser:
