@@ -96,6 +96,33 @@ class Settings(BaseSettings):
     )
     log_level: str = Field("INFO", description="Log level of the structured logs.")
 
+    # HTTP service (issue 5): auth, limits, admin, voice, tracing.
+    rate_limit_per_second: float = Field(
+        20.0, description="Sustained requests per second allowed per access token (0 disables the limit)."
+    )
+    rate_limit_burst: int = Field(40, description="Requests a token may make at once before the rate limit applies.")
+    dagster_url: str | None = Field(
+        None, description="Dagster webserver URL; index builds go through its GraphQL API when set, in-process otherwise."
+    )
+    dagster_location: str = Field(
+        "assets.definitions", description="Code location name of the ingestion job in the Dagster webserver."
+    )
+    max_audio_bytes: int = Field(10_000_000, description="Largest audio upload accepted by the voice routes, in bytes.")
+    max_audio_seconds: float = Field(60.0, description="Longest audio accepted by the voice routes, in seconds.")
+    whisper_model: str = Field(
+        "whisper-base", description="Speech model: `whisper-base`, `whisper-tiny.en` (packaged) or a local CTranslate2 path."
+    )
+    langfuse_host: str | None = Field(None, description="Langfuse base URL; tracing is off when unset.")
+    langfuse_public_key: str | None = Field(None, description="Langfuse public key.")
+    langfuse_secret_key: str | None = Field(None, description="Langfuse secret key.")
+    trace_raw_content: bool = Field(
+        False, description="Send raw questions, answers and passages to Langfuse (otherwise only hashes and ids)."
+    )
+    trace_timeout_seconds: float = Field(2.0, description="Export timeout of the tracer; tracing fails open.")
+    evals_results: Path | None = Field(
+        None, description="Evaluation results file the operator console shows (default: newest in evals/results/)."
+    )
+
     @cached_property
     def data_dir(self) -> Path:
         path = self.home.expanduser().resolve()

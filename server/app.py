@@ -10,12 +10,18 @@ from fastapi import FastAPI
 from pipelines.profiles import Stores, open_stores
 from pipelines.settings import Settings
 from query_graph.service import QueryService
+from server.builds import BuildLauncher, BuildTracker, dagster_graphql_launcher
 from server.errors import install_error_handlers
-from server.routes import health, query
-from server.tokens import TokenStore, load_or_create_token
+from server.metrics import Metrics, MetricsMiddleware
+from server.routes import admin, health, query
+from server.tokens import RateLimiter, TokenStore
 
 
-def create_app(settings: Settings | None = None, stores: Stores | None = None) -> FastAPI:
+def create_app(
+    settings: Settings | None = None, stores: Stores | None = None, build_launcher: BuildLauncher | None = None
+) -> FastAPI:
+    """`build_launcher` runs an index build in-process; the composition root supplies it (server/ may
+    not import assets/). With `RAGLINE_DAGSTER_URL` set, builds go to the Dagster webserver instead."""
     settings = settings or Settings()
 
     @asynccontextmanager
@@ -26,6 +32,7 @@ def create_app(settings: Settings | None = None, stores: Stores | None = None) -
         try:
             yield
         finally:
+            _close_active_index(app.state.service)
             if own:
                 app.state.stores.close()
 
@@ -36,8 +43,26 @@ def create_app(settings: Settings | None = None, stores: Stores | None = None) -
         lifespan=lifespan,
     )
     app.state.settings = settings
-    app.state.tokens = TokenStore([load_or_create_token(settings)])
+    app.state.tokens = TokenStore.for_settings(settings)
+    app.state.rate_limiter = RateLimiter(settings.rate_limit_per_second, settings.rate_limit_burst)
+    app.state.metrics = Metrics()
+    if settings.dagster_url:
+        app.state.builds = BuildTracker(dagster_graphql_launcher(settings), "dagster-webserver")
+    else:
+        app.state.builds = BuildTracker(build_launcher, "in-process")
+    app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
     install_error_handlers(app)
     app.include_router(health.router)
     app.include_router(query.router)
+    app.include_router(admin.router)
     return app
+
+
+def _close_active_index(service: QueryService) -> None:
+    """Release the open shard: an embedded (Qdrant Edge) shard admits one open handle per process, so a
+    second app in the same process (tests, a restart in place) could not open it otherwise."""
+    try:
+        _, index = service.indexes.current()
+    except Exception:  # nothing open (no index active, registry gone): nothing to release
+        return
+    index.close()

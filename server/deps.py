@@ -1,8 +1,11 @@
-"""Request dependencies as `Annotated` aliases: the query service and the bearer-token check."""
+"""Request dependencies as `Annotated` aliases: the query service, settings, and scoped bearer auth."""
 
 from __future__ import annotations
 
-from typing import Annotated
+import math
+import time
+from collections.abc import Callable
+from typing import Annotated, Any
 
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
@@ -10,9 +13,12 @@ from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 from pipelines.settings import Settings
 from query_graph.service import QueryService
 from server.errors import ApiError
-from server.tokens import TokenStore
+from server.tokens import Principal, RateLimiter, TokenStore
 
-_bearer = HTTPBearer(auto_error=False, description="The access token printed by `ragline serve`.")
+_bearer = HTTPBearer(
+    auto_error=False, description="The access token printed by `ragline serve`, or one of tokens.json."
+)
+_CHALLENGE = {"WWW-Authenticate": "Bearer"}
 
 
 def get_service(request: Request) -> QueryService:
@@ -23,17 +29,44 @@ def get_settings(request: Request) -> Settings:
     return request.app.state.settings  # type: ignore[no-any-return]
 
 
-def require_token(
+def authenticate(
     request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
-) -> None:
-    challenge = {"WWW-Authenticate": "Bearer"}
+) -> Principal:
     if credentials is None:
-        raise ApiError(401, "unauthorized", "missing bearer token: send 'Authorization: Bearer <token>'", challenge)
+        raise ApiError(401, "unauthorized", "missing bearer token: send 'Authorization: Bearer <token>'", _CHALLENGE)
     tokens: TokenStore = request.app.state.tokens
-    if not tokens.accepts(credentials.credentials):
-        raise ApiError(401, "unauthorized", "the bearer token is not valid", challenge)
+    principal = tokens.identify(credentials.credentials)
+    if principal is None:
+        raise ApiError(401, "unauthorized", "the bearer token is not valid", _CHALLENGE)
+    limiter: RateLimiter = request.app.state.rate_limiter
+    wait = limiter.take(principal.digest, time.monotonic())
+    if wait > 0:
+        raise ApiError(
+            429,
+            "rate_limited",
+            f"too many requests for this token (limit {limiter.rate:g}/s, burst {limiter.burst}); retry in {wait:.2f} s",
+            {"Retry-After": str(max(1, math.ceil(wait)))},
+        )
+    request.state.principal = principal
+    return principal
+
+
+def require_scope(scope: str) -> Callable[..., Any]:
+    def check(principal: Annotated[Principal, Depends(authenticate)]) -> Principal:
+        if scope not in principal.scopes:
+            raise ApiError(
+                403,
+                "forbidden",
+                f"this token (name {principal.name!r}) lacks the {scope!r} scope; it has {sorted(principal.scopes)}",
+            )
+        return principal
+
+    return check
 
 
 ServiceDep = Annotated[QueryService, Depends(get_service)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
-Authorized = Depends(require_token)
+QueryScope = Depends(require_scope("query"))
+AdminScope = Depends(require_scope("admin"))
+# The foundation's name for "any valid token with the query scope".
+Authorized = QueryScope

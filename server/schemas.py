@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 
 
 class QueryRequest(BaseModel):
@@ -12,6 +12,15 @@ class QueryRequest(BaseModel):
         min_length=1, description="The question, in plain language.", examples=["Which port does the server listen on?"]
     )
     top_k: int | None = Field(None, ge=1, le=50, description="Candidates kept after fusion (default from settings).")
+    variants: dict[str, str] | None = Field(
+        None,
+        description="Per-request strategy per node (`{node: variant}`); an unknown one is a 400 listing the valid ones.",
+        examples=[{"rerank": "none"}],
+    )
+
+    model_config = {
+        "json_schema_extra": {"examples": [{"question": "Which port does the server listen on?", "top_k": 8}]}
+    }
 
 
 class Citation(BaseModel):
@@ -44,13 +53,16 @@ class IndexRef(BaseModel):
 
 
 class QueryReply(BaseModel):
+    # Extra fields the query graph adds (guardrail decision, CRAG trace, provider, ...) pass through.
+    model_config = ConfigDict(extra="allow")
+
     status: Literal["answered", "no_answer", "clarify", "refused"]
     answer: str
     citations: list[Citation]
     retrieved: list[Retrieved]
     timings_ms: dict[str, float] = Field(description="Milliseconds per DAG node, and `total`.")
     index: IndexRef
-    cache: Literal["hit", "miss", "bypass"]
+    cache: str = Field(description="`hit`, `miss` or `bypass` (cache down), or a finer kind the graph reports.")
     generator: str
 
 
@@ -64,9 +76,12 @@ class ErrorReply(BaseModel):
 
 
 ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
+    400: {"model": ErrorReply, "description": "Unknown variant override (the message lists the valid ones)."},
     401: {"model": ErrorReply, "description": "Missing or invalid bearer token."},
+    403: {"model": ErrorReply, "description": "The token lacks the scope this route needs."},
     413: {"model": ErrorReply, "description": "Question longer than the limit."},
     422: {"model": ErrorReply, "description": "Malformed request."},
+    429: {"model": ErrorReply, "description": "Rate limit of the token exceeded; see `Retry-After`."},
     502: {"model": ErrorReply, "description": "The generator cited a chunk it was not given (`invalid_citation`)."},
     503: {"model": ErrorReply, "description": "A store is unavailable or no index is active."},
 }

@@ -27,6 +27,27 @@ def ensure_index(settings: Settings, stores: Any, force: bool = False) -> Any:
     return outcome
 
 
+def in_process_launcher(settings: Settings, stores: Any) -> Any:
+    """The admin API's in-process index build: the Dagster assets, materialised in this process."""
+
+    def launch(body: Any) -> dict[str, Any]:
+        from assets.build import build_index
+        from pipelines.indexing import BuildRequest
+
+        strategies = (body.strategy,) if body.strategy else None
+        request = BuildRequest.from_settings(settings, source=body.source, strategies=strategies)
+        outcome = build_index(settings, stores, request, force=body.force)
+        return {
+            "version": outcome.version,
+            "built": outcome.built,
+            "run_id": outcome.run_id,
+            "seconds": round(outcome.seconds, 3),
+            "summary": outcome.summary,
+        }
+
+    return launch
+
+
 def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
@@ -47,7 +68,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
                 print(f"ragline: {exc}", file=sys.stderr, flush=True)
                 if stores.registry.active() is None:
                     return 1
-        app = create_app(settings, stores)
+        app = create_app(settings, stores, build_launcher=in_process_launcher(settings, stores))
         token = load_or_create_token(settings)
         url = f"http://{settings.host}:{settings.port}"
         print(f"ragline: serving on {url}\nragline: access token {token}", file=sys.stderr, flush=True)
@@ -63,6 +84,16 @@ def cmd_serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_token_add(args: argparse.Namespace) -> int:
+    from server.tokens import issue_token
+
+    settings = settings_from(args)
+    token = issue_token(settings, args.name, args.scope or ["query"])
+    print(f"ragline: token {args.name!r} with scopes {args.scope or ['query']} (stored hashed; shown once):")
+    print(token)
+    return 0
+
+
 def register(commands: Any) -> None:
     serve = commands.add_parser("serve", help="build the index when needed, then serve the HTTP API")
     source_options(serve)
@@ -70,3 +101,10 @@ def register(commands: Any) -> None:
     serve.add_argument("--port", type=int)
     serve.add_argument("--no-build", action="store_true", help="serve the active index without checking the source")
     serve.set_defaults(func=cmd_serve)
+
+    token = commands.add_parser("token", help="access tokens of the HTTP API")
+    token_actions = token.add_subparsers(dest="token_command", required=True)
+    add = token_actions.add_parser("add", help="issue a token with scopes (kept as a sha256 digest in tokens.json)")
+    add.add_argument("name")
+    add.add_argument("--scope", action="append", choices=["query", "admin"], help="repeatable; default: query")
+    add.set_defaults(func=cmd_token_add)

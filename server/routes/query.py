@@ -4,20 +4,33 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
+from starlette.concurrency import run_in_threadpool
 
-from server.deps import Authorized, ServiceDep, SettingsDep
+from pipelines.settings import Settings
+from server.deps import QueryScope, ServiceDep, SettingsDep
 from server.errors import ApiError
+from server.observe import observe_reply
 from server.schemas import ERROR_RESPONSES, QueryReply, QueryRequest
+from server.variants import answer_kwargs
 
-router = APIRouter(prefix="/v1", tags=["query"], dependencies=[Authorized])
+router = APIRouter(prefix="/v1", tags=["query"], dependencies=[QueryScope])
+
+
+def check_question(question: str, settings: Settings) -> None:
+    if not question.strip():
+        raise ApiError(422, "invalid_request", "question is empty")
+    if len(question) > settings.max_question_chars:
+        raise ApiError(
+            413, "question_too_long", f"question exceeds the limit of {settings.max_question_chars} characters"
+        )
 
 
 @router.post("/query", response_model=QueryReply, responses=ERROR_RESPONSES)
-def query(body: QueryRequest, service: ServiceDep, settings: SettingsDep) -> dict[str, Any]:
+async def query(body: QueryRequest, request: Request, service: ServiceDep, settings: SettingsDep) -> dict[str, Any]:
     """Answer a question with cited sentences, or say the documents do not cover it."""
-    if not body.question.strip():
-        raise ApiError(422, "invalid_request", "question is empty")
-    if len(body.question) > settings.max_question_chars:
-        raise ApiError(413, "question_too_long", f"question exceeds {settings.max_question_chars} characters")
-    return service.answer(body.question, top_k=body.top_k)
+    check_question(body.question, settings)
+    kwargs = answer_kwargs(service, body.variants)
+    reply = await run_in_threadpool(service.answer, body.question, top_k=body.top_k, **kwargs)
+    observe_reply(request, reply, body.question, "/v1/query")
+    return reply

@@ -1,0 +1,134 @@
+"""Index builds launched over the admin API, tracked by id and state.
+
+Two launchers: through the Dagster webserver's GraphQL API when `RAGLINE_DAGSTER_URL` is set, or
+in-process. server/ may not import assets/, so the in-process launcher is handed in by the
+composition root (`ragline serve`); an app built without one can only use the webserver.
+"""
+
+from __future__ import annotations
+
+import datetime as dt
+import threading
+import time
+import uuid
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import urlparse
+
+import structlog
+
+from pipelines.settings import Settings
+
+log = structlog.get_logger(__name__)
+
+# Runs one build to completion and returns what it produced ({"version": ..., "run_id": ..., ...}).
+BuildLauncher = Callable[["BuildRequestBody"], dict[str, Any]]
+TERMINAL = ("succeeded", "failed")
+
+
+@dataclass(frozen=True)
+class BuildRequestBody:
+    source: str | None = None
+    strategy: str | None = None
+    force: bool = False
+
+
+@dataclass
+class Build:
+    id: str
+    via: str
+    request: BuildRequestBody
+    state: str = "queued"
+    created_at: str = field(default_factory=lambda: dt.datetime.now(dt.UTC).isoformat())
+    finished_at: str | None = None
+    result: dict[str, Any] = field(default_factory=dict)
+    error: str | None = None
+
+    def as_dict(self) -> dict[str, Any]:
+        return {
+            "id": self.id,
+            "via": self.via,
+            "state": self.state,
+            "request": {"source": self.request.source, "strategy": self.request.strategy, "force": self.request.force},
+            "created_at": self.created_at,
+            "finished_at": self.finished_at,
+            "result": self.result,
+            "error": self.error,
+        }
+
+
+class NoLauncher(RuntimeError):
+    """Neither a Dagster webserver is configured nor an in-process launcher was supplied."""
+
+
+class BuildTracker:
+    """Starts builds in background threads, one at a time, and remembers their state."""
+
+    def __init__(self, launcher: BuildLauncher | None, via: str) -> None:
+        self.launcher, self.via = launcher, via
+        self._builds: dict[str, Build] = {}
+        self._lock = threading.Lock()
+
+    def start(self, request: BuildRequestBody) -> tuple[Build, bool]:
+        """(build, started): a build already running is returned instead of starting a second one."""
+        if self.launcher is None:
+            raise NoLauncher("index builds need RAGLINE_DAGSTER_URL or a server started by `ragline serve`")
+        with self._lock:
+            running = [b for b in self._builds.values() if b.state not in TERMINAL]
+            if running:
+                return running[0], False
+            build = Build(uuid.uuid4().hex[:16], self.via, request)
+            self._builds[build.id] = build
+        threading.Thread(target=self._run, args=(build,), name=f"index-build-{build.id}", daemon=True).start()
+        return build, True
+
+    def get(self, build_id: str) -> Build | None:
+        return self._builds.get(build_id)
+
+    def _run(self, build: Build) -> None:
+        assert self.launcher is not None
+        build.state = "running"
+        try:
+            build.result = self.launcher(build.request)
+            build.state = "succeeded"
+        except Exception as exc:  # any failure is the build's state, reported over the API
+            build.state, build.error = "failed", f"{type(exc).__name__}: {exc}"
+            log.warning("index_build_failed", build=build.id, error=build.error)
+        finally:
+            build.finished_at = dt.datetime.now(dt.UTC).isoformat()
+
+
+def dagster_graphql_launcher(
+    settings: Settings, poll_seconds: float = 2.0, timeout_seconds: float = 3600
+) -> BuildLauncher:
+    """Submit the `index_build` job to the Dagster webserver and wait for its run to finish."""
+    from dagster_graphql import DagsterGraphQLClient
+
+    assert settings.dagster_url
+    url = urlparse(settings.dagster_url)
+    client = DagsterGraphQLClient(
+        url.hostname or "127.0.0.1",
+        port_number=url.port or (443 if url.scheme == "https" else 80),
+        use_https=url.scheme == "https",
+    )
+
+    def launch(request: BuildRequestBody) -> dict[str, Any]:
+        config = {k: v for k, v in {"source": request.source, "strategy": request.strategy}.items() if v}
+        run_id = client.submit_job_execution(
+            "index_build",
+            repository_location_name=settings.dagster_location,
+            run_config={"resources": {"ragline": {"config": config}}} if config else {},
+            tags={"ragline/trigger": "admin-api"},
+        )
+        deadline = time.monotonic() + timeout_seconds
+        while time.monotonic() < deadline:
+            status = client.get_run_status(run_id).value
+            if status == "SUCCESS":
+                return {"run_id": run_id, "dagster_status": status}
+            if status in ("FAILURE", "CANCELED"):
+                raise RuntimeError(f"Dagster run {run_id} ended {status}")
+            time.sleep(poll_seconds)
+        raise TimeoutError(f"Dagster run {run_id} still running after {timeout_seconds:.0f} s")
+
+    return launch

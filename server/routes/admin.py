@@ -1,0 +1,118 @@
+"""Operator routes (scope `admin`): index versions, builds, rollback, cache flush, console data."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from fastapi import APIRouter, Request
+from pydantic import BaseModel, Field
+from starlette.concurrency import run_in_threadpool
+
+from pipelines.cache_redis import CacheUnavailable
+from pipelines.ports import StoreUnavailable
+from pipelines.settings import PROJECT_ROOT
+from server.builds import BuildRequestBody, BuildTracker, NoLauncher
+from server.deps import AdminScope, ServiceDep, SettingsDep
+from server.errors import ApiError
+from server.schemas import ERROR_RESPONSES
+
+router = APIRouter(tags=["admin"], dependencies=[AdminScope], responses=ERROR_RESPONSES)
+
+
+class BuildBody(BaseModel):
+    source: str | None = Field(None, description="Directory to index (default: the server's source).")
+    strategy: str | None = Field(None, description="Chunking strategy (default: the server's).")
+    force: bool = Field(False, description="Rebuild even when the content is unchanged.")
+
+
+def _registry_call(fn: Any, *args: Any) -> Any:
+    try:
+        return fn(*args)
+    except StoreUnavailable as exc:
+        raise ApiError(503, "registry_unavailable", str(exc)) from exc
+
+
+@router.get("/v1/index")
+async def index_status(service: ServiceDep) -> dict[str, Any]:
+    """The active index version: content version, fingerprint, documents, chunks, checks."""
+    version, _ = await run_in_threadpool(service.active)
+    return version.summary()
+
+
+@router.get("/v1/index/versions")
+async def index_versions(service: ServiceDep) -> dict[str, Any]:
+    """Every recorded index version, newest first, with its state (active, retired, failed, ...)."""
+    versions = await run_in_threadpool(_registry_call, service.stores.registry.versions)
+    return {"versions": [v.summary() for v in versions]}
+
+
+@router.post("/v1/admin/index/builds", status_code=202)
+async def start_build(body: BuildBody, request: Request) -> dict[str, Any]:
+    """Launch the Dagster ingestion (webserver when configured, in-process otherwise); poll the build by id."""
+    tracker: BuildTracker = request.app.state.builds
+    try:
+        build, started = tracker.start(BuildRequestBody(body.source, body.strategy, body.force))
+    except NoLauncher as exc:
+        raise ApiError(503, "no_build_launcher", str(exc)) from exc
+    return {**build.as_dict(), "started": started}
+
+
+@router.get("/v1/admin/index/builds/{build_id}")
+async def get_build(build_id: str, request: Request) -> dict[str, Any]:
+    """State of a build started over this API: queued, running, succeeded or failed (with the error)."""
+    build = request.app.state.builds.get(build_id)
+    if build is None:
+        raise ApiError(404, "not_found", f"no build {build_id!r} on this server")
+    return build.as_dict()  # type: ignore[no-any-return]
+
+
+@router.post("/v1/admin/index/{version}/activate")
+async def activate(version: str, service: ServiceDep) -> dict[str, Any]:
+    """Make a checked or retired version active (rollback); the previous one stays for the next rollback."""
+    registry = service.stores.registry
+    target = await run_in_threadpool(_registry_call, registry.get, version)
+    if target is None:
+        raise ApiError(404, "not_found", f"no index version {version!r}")
+    if target.fingerprint != service.embedder.fingerprint.digest:
+        raise ApiError(
+            409, "index_fingerprint_mismatch", f"{version} was embedded with another model than this server's"
+        )
+    try:
+        activated = await run_in_threadpool(_registry_call, registry.activate, version)
+    except ValueError as exc:
+        raise ApiError(409, "not_activatable", str(exc)) from exc
+    await run_in_threadpool(service.stores.on_activate, activated.location)
+    return activated.summary()
+
+
+@router.post("/v1/admin/cache/flush")
+async def flush_cache(service: ServiceDep, settings: SettingsDep) -> dict[str, Any]:
+    """Delete every answer-cache entry of this deployment (keys under the cache prefix)."""
+    try:
+        deleted = await run_in_threadpool(service.stores.cache.flush_prefix, settings.cache_prefix)
+    except CacheUnavailable as exc:
+        raise ApiError(503, "cache_unavailable", str(exc)) from exc
+    return {"deleted": deleted, "prefix": settings.cache_prefix}
+
+
+@router.get("/v1/admin/stats")
+async def stats(request: Request) -> dict[str, Any]:
+    """Per-node latency, cache hits, guardrail blocks and CRAG actions since start (for the console)."""
+    return request.app.state.metrics.snapshot()  # type: ignore[no-any-return]
+
+
+@router.get("/v1/admin/evals/latest")
+async def latest_evals(settings: SettingsDep) -> dict[str, Any]:
+    """The newest evaluation results file (RAGLINE_EVALS_RESULTS, or the newest JSON under evals/results/)."""
+    path = settings.evals_results
+    if path is None:
+        found = sorted((PROJECT_ROOT / "evals" / "results").glob("**/*.json"), key=lambda p: p.stat().st_mtime)
+        path = found[-1] if found else None
+    if path is None or not Path(path).exists():
+        return {"file": None, "results": None}
+    try:
+        return {"file": str(path), "results": json.loads(Path(path).read_text())}
+    except ValueError as exc:
+        raise ApiError(500, "evals_unreadable", f"{path}: {exc}") from exc

@@ -1,0 +1,79 @@
+"""Admin routes: versions, in-process builds tracked by id, rollback, cache flush."""
+
+from __future__ import annotations
+
+import time
+from typing import Any
+
+from fastapi.testclient import TestClient
+
+from server.builds import BuildRequestBody
+from tests.server.conftest import ROOT, AppFactory, ServerEnv, fresh_question
+
+
+def wait_for_build(client: TestClient, build_id: str, headers: dict[str, str]) -> dict[str, Any]:
+    deadline = time.monotonic() + 240
+    while time.monotonic() < deadline:
+        build = client.get(f"/v1/admin/index/builds/{build_id}", headers=headers).json()
+        if build["state"] in ("succeeded", "failed"):
+            return build  # type: ignore[no-any-return]
+        time.sleep(0.2)
+    raise AssertionError(f"build {build_id} did not finish")
+
+
+def test_build_then_roll_back(make_client: AppFactory, server_env: ServerEnv, tmp_path) -> None:  # type: ignore[no-untyped-def]
+    """A build of a changed source activates a new version; activate rolls back to the old one."""
+    from ragline.cli.serve import in_process_launcher
+
+    changed = tmp_path / "changed"
+    changed.mkdir()
+    (changed / "ops.md").write_text("# Operations\n\nThe harbor janitor runs every 6 hours and prunes old caches.\n")
+    operator = server_env.headers(server_env.admin_token)
+    launcher = in_process_launcher(server_env.settings, server_env.stores)
+    with make_client(build_launcher=launcher, rate_limit_per_second=0.0) as client:
+        started = client.post("/v1/admin/index/builds", json={"source": str(changed)}, headers=operator)
+        assert started.status_code == 202 and started.json()["via"] == "in-process"
+        build = wait_for_build(client, started.json()["id"], operator)
+        assert build["state"] == "succeeded", build["error"]
+        new_version = build["result"]["version"]
+        assert client.get("/v1/index", headers=operator).json()["content_version"] == new_version
+
+        versions = client.get("/v1/index/versions", headers=operator).json()["versions"]
+        states = {v["content_version"]: v["state"] for v in versions}
+        assert states[new_version] == "active" and states[server_env.version] == "retired"
+
+        rolled = client.post(f"/v1/admin/index/{server_env.version}/activate", headers=operator)
+        assert rolled.status_code == 200 and rolled.json()["state"] == "active"
+        assert client.get("/v1/index", headers=operator).json()["content_version"] == server_env.version
+        reply = client.post(
+            "/v1/query", json={"question": fresh_question("Which port does the dashboard use?")}, headers=ROOT
+        )
+        assert reply.json()["index"]["content_version"] == server_env.version
+
+
+def test_build_errors_and_unknown_ids(make_client: AppFactory, server_env: ServerEnv) -> None:
+    operator = server_env.headers(server_env.admin_token)
+
+    def failing(body: BuildRequestBody) -> dict[str, Any]:
+        raise FileNotFoundError(f"no such source {body.source}")
+
+    with make_client(build_launcher=failing) as client:
+        started = client.post("/v1/admin/index/builds", json={"source": "/nowhere"}, headers=operator).json()
+        build = wait_for_build(client, started["id"], operator)
+        assert build["state"] == "failed" and "no such source /nowhere" in build["error"]
+        missing = client.get("/v1/admin/index/builds/nope", headers=operator)
+        assert missing.status_code == 404 and missing.json()["error"]["code"] == "not_found"
+        unknown = client.post("/v1/admin/index/no-such-version/activate", headers=operator)
+        assert unknown.status_code == 404
+    with make_client() as client:  # no launcher and no Dagster webserver: a clear 503
+        refused = client.post("/v1/admin/index/builds", json={}, headers=operator)
+        assert refused.status_code == 503 and "RAGLINE_DAGSTER_URL" in refused.json()["error"]["message"]
+
+
+def test_cache_flush_empties_the_answer_cache(client: TestClient, server_env: ServerEnv) -> None:
+    question = {"question": fresh_question("How long does harbor keep build logs?")}
+    client.post("/v1/query", json=question, headers=ROOT)
+    assert client.post("/v1/query", json=question, headers=ROOT).json()["cache"] == "hit"
+    flushed = client.post("/v1/admin/cache/flush", headers=server_env.headers(server_env.admin_token))
+    assert flushed.status_code == 200 and flushed.json()["deleted"] >= 1
+    assert client.post("/v1/query", json=question, headers=ROOT).json()["cache"] == "miss"
