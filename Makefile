@@ -18,12 +18,11 @@ $(STAMP): pyproject.toml requirements.lock
 	$(PY) -m pip check
 	@touch $(STAMP)
 
-# System packages (Chromium + driver for the web-page tests, espeak-ng for spoken test questions):
-# installed once, a no-op when present.
 run: install
-	bash scripts/system-deps.sh
 	HF_HUB_OFFLINE=1 $(VENV)/bin/ragline serve
 
+# System packages the tests need (Chromium + driver for the web pages, espeak-ng for spoken questions):
+# installed once, a no-op when present.
 test: install
 	bash scripts/system-deps.sh
 	$(VENV)/bin/ruff check .
