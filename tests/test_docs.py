@@ -2,9 +2,19 @@
 
 from __future__ import annotations
 
+import os
 import re
+import uuid
+from collections.abc import Iterator
 
+import psycopg
+import pytest
+
+from pipelines.embedded_services import EmbeddedServices
+from pipelines.indexing import BuildRequest
+from pipelines.profiles import open_stores
 from pipelines.settings import PROJECT_ROOT, Settings
+from query_graph.service import QueryService
 
 DOCS = PROJECT_ROOT / "docs"
 
@@ -21,3 +31,50 @@ def test_every_setting_has_a_row_in_configuration_md() -> None:
     assert not missing, f"add a row `| VAR | default | meaning |` to docs/configuration.md for: {missing}"
     unknown = sorted(documented - expected)
     assert not unknown, f"docs/configuration.md documents settings that do not exist: {unknown}"
+
+
+@pytest.fixture(scope="module")
+def docs_service(tmp_path_factory: pytest.TempPathFactory, embedded: EmbeddedServices) -> Iterator[QueryService]:
+    """One index of the real docs/ per test session, built through the Dagster assets like `make run` does."""
+    from assets.build import build_index
+
+    postgres = os.environ.get("RAGLINE_TEST_POSTGRES_DSN") or embedded.postgres_dsn()
+    schema = f"t_docs_{uuid.uuid4().hex[:12]}"
+    settings = Settings(
+        profile="services",
+        home=tmp_path_factory.mktemp("docs-home"),
+        source=DOCS,
+        postgres_dsn=postgres,
+        redis_url=os.environ.get("RAGLINE_TEST_REDIS_URL") or embedded.redis_url(),
+        postgres_schema=schema,
+        cache_prefix=f"test-docs-{uuid.uuid4().hex[:8]}",
+        token="test-token",
+    )
+    stores = open_stores(settings)
+    try:
+        build_index(settings, stores, BuildRequest.from_settings(settings))
+        yield QueryService(settings, stores)
+    finally:
+        stores.close()
+        with psycopg.connect(postgres, autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+
+
+# Questions a user or an operator asks, and the page(s) of which at least one must be cited.
+QUESTIONS = [
+    ("How do I roll back to the previous index version?", "operations.md"),
+    ("Which port does the server listen on?", "quickstart.md"),
+    ("Where is the access token kept?", "quickstart.md api.md configuration.md"),
+    ("What does a 503 retrieval_unavailable error mean?", "operations.md"),
+    ("How is the default embedding model verified?", "architecture.md"),
+    ("How does the cache namespace work?", "architecture.md"),
+    ("How do I open the Dagster UI?", "operations.md"),
+]
+
+
+@pytest.mark.parametrize(("question", "pages"), QUESTIONS)
+def test_docs_answer_real_questions(docs_service: QueryService, question: str, pages: str) -> None:
+    reply = docs_service.answer(question)
+    cited = [c["document_id"] for c in reply["citations"]]
+    assert reply["status"] == "answered", reply["answer"]
+    assert set(pages.split()) & set(cited), f"{question!r} cited {cited}: {reply['answer']}"
