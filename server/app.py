@@ -13,7 +13,7 @@ from query_graph.service import QueryService
 from server.builds import BuildLauncher, BuildTracker, dagster_graphql_launcher
 from server.errors import install_error_handlers
 from server.metrics import Metrics, MetricsMiddleware
-from server.routes import admin, health, query
+from server.routes import admin, health, query, stream
 from server.tokens import RateLimiter, TokenStore
 
 
@@ -54,6 +54,7 @@ def create_app(
     install_error_handlers(app)
     app.include_router(health.router)
     app.include_router(query.router)
+    app.include_router(stream.router)
     app.include_router(admin.router)
     return app
 

@@ -70,7 +70,7 @@ class Metrics:
         variants = reply.get("variants") if isinstance(reply.get("variants"), dict) else {}
         for node, ms in (reply.get("timings_ms") or {}).items():
             if node != "total" and isinstance(ms, int | float):
-                self.node_latency.labels(node, str(variants.get(node, "default"))).observe(ms / 1000)
+                self.node_latency.labels(node, variant_of(node, variants)).observe(ms / 1000)
         self.replies.labels(str(reply.get("status", "unknown"))).inc()
         cache = str(reply.get("cache", "unknown"))
         self.cache_lookups.labels("hit" if "hit" in cache else cache).inc()
@@ -119,6 +119,28 @@ class Metrics:
             )
         out["nodes"] = nodes
         return out
+
+
+# Which variant choice (a key of the reply's `variants`) decides how a timed graph node runs.
+_NODE_FAMILIES = {
+    "retrieval": ("dense", "bm25_hits", "hits", "retriev"),
+    "bm25_engine": ("bm25",),
+    "fusion": ("fus",),
+    "rerank": ("rerank",),
+    "crag": ("crag", "grade"),
+    "generator": ("draft", "generat"),
+    "verify": ("verif",),
+}
+
+
+def variant_of(node: str, variants: dict[str, Any]) -> str:
+    """The variant a node ran as: its own entry, else the entry of the family it belongs to, else `-`."""
+    if node in variants:
+        return str(variants[node])
+    for family, stems in _NODE_FAMILIES.items():
+        if family in variants and any(stem in node for stem in stems):
+            return str(variants[family])
+    return "-"
 
 
 def _blocked(guardrail: dict[str, Any]) -> bool:

@@ -1,0 +1,53 @@
+"""POST /v1/query/stream: the answer as Server-Sent Events, sentence by sentence."""
+
+from __future__ import annotations
+
+import time
+
+from fastapi import APIRouter, Request
+from fastapi.responses import StreamingResponse
+
+from server.deps import QueryScope, ServiceDep, SettingsDep
+from server.observe import observe_reply
+from server.routes.query import check_question
+from server.schemas import ERROR_RESPONSES, QueryRequest
+from server.streaming import answer_then_split, event_stream, first_event
+from server.variants import answer_kwargs
+
+router = APIRouter(prefix="/v1", tags=["query"], dependencies=[QueryScope])
+
+STREAM_DOC = {
+    200: {
+        "content": {
+            "text/event-stream": {
+                "example": 'event: sentence\ndata: {"type": "sentence", "text": "The dashboard listens on port 7420 '
+                '[C:abc123].", "chunk_ids": ["abc123"]}\n\nevent: final\ndata: {"type": "final", "status": '
+                '"answered", "citations": [...], "timings_ms": {...}}\n\n'
+            }
+        },
+        "description": "`sentence` events as each validated sentence is released, then one `final` event "
+        "(status, citations, timings, cache, index) or one `error` event.",
+    },
+    **ERROR_RESPONSES,
+}
+
+
+@router.post("/query/stream", response_class=StreamingResponse, responses=STREAM_DOC)
+async def query_stream(
+    body: QueryRequest, request: Request, service: ServiceDep, settings: SettingsDep
+) -> StreamingResponse:
+    """Stream the answer: a client that disconnects stops the generation."""
+    started = time.perf_counter()
+    check_question(body.question, settings)
+    kwargs = answer_kwargs(service, body.variants)
+    events = answer_then_split(service, body.question, variants=kwargs.get("variants"), top_k=body.top_k)
+    first = await first_event(events)
+    metrics = request.app.state.metrics
+
+    def on_final(final: dict[str, object]) -> None:
+        observe_reply(request, dict(final), body.question, "/v1/query/stream")
+
+    stream = event_stream(request, events, first, started, metrics.first_sentence.observe, on_final)
+    return StreamingResponse(
+        stream, media_type="text/event-stream", headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+    )
