@@ -96,6 +96,49 @@ class Settings(BaseSettings):
     )
     log_level: str = Field("INFO", description="Log level of the structured logs.")
 
+    # Query graph, back half (issue 4): variants of each node; a request may override any of them.
+    retrieval: Literal["hybrid", "dense", "bm25"] = Field("hybrid", description="Retrieval variant.")
+    bm25_engine: Literal["qdrant", "memory"] = Field(
+        "qdrant", description="BM25 engine: Qdrant sparse vectors with IDF, or rank-bm25 in memory."
+    )
+    fusion: Literal["rrf", "weighted_rrf", "dbsf"] = Field("rrf", description="How hybrid retrieval fuses its lists.")
+    fusion_weights: list[float] = Field(
+        default_factory=lambda: [1.0, 1.0], description="Weights of the dense and BM25 lists in weighted RRF."
+    )
+    language_filter: str | None = Field(None, description="Only retrieve chunks of this language (ISO code).")
+    rerank: Literal["none", "cross_encoder"] = Field("none", description="Rerank variant.")
+    reranker_model: str = Field("ms-marco-MiniLM-L-12-v2-int8", description="Catalogue name of the cross-encoder.")
+    reranker_path: Path | None = Field(
+        None, description="Folder holding the cross-encoder's files instead of its package (still sha256-checked)."
+    )
+    rerank_depth: int = Field(30, description="Fused candidates the cross-encoder scores.")
+    rerank_max_tokens: int = Field(256, description="Longest (question, passage) pair the cross-encoder reads.")
+    neighbours: bool = Field(False, description="Add each hit's adjacent chunks (same document, position ±1).")
+    crag: Literal["graded", "off"] = Field("graded", description="CRAG variant: grade retrieval and act, or not.")
+    crag_lower: float = Field(0.55, description="CRAG: top dense cosine below this rewrites the query.")
+    crag_upper: float = Field(0.70, description="CRAG: top dense cosine at or above this generates directly.")
+    crag_rerank_lower: float = Field(0.05, description="CRAG: top reranker probability below this rewrites.")
+    crag_rerank_upper: float = Field(0.50, description="CRAG: top reranker probability at or above this generates.")
+    generator: Literal["extractive", "litellm"] = Field("extractive", description="Generator variant.")
+    llm_model: str = Field("openai/local", description="litellm model id of the generator (provider/model).")
+    llm_api_base: str | None = Field(None, description="Base URL of the generator's API (e.g. a loopback server).")
+    llm_api_key: str | None = Field(None, description="API key of the generator's provider.")
+    llm_fallback_model: str | None = Field(None, description="litellm model id used when the generator fails.")
+    llm_fallback_api_base: str | None = Field(None, description="Base URL of the fallback provider.")
+    llm_fallback_api_key: str | None = Field(None, description="API key of the fallback provider.")
+    llm_retries: int = Field(2, description="Retries of a failed generator call, with jittered backoff.")
+    llm_backoff_seconds: float = Field(0.25, description="First retry delay; doubles on each retry, with jitter.")
+    llm_deadline_seconds: float = Field(30.0, description="One deadline shared by all attempts and providers.")
+    llm_breaker_failures: int = Field(3, description="Consecutive failures that open a provider's circuit.")
+    llm_breaker_reset_seconds: float = Field(30.0, description="How long an open circuit skips its provider.")
+    verify: Literal["off", "lexical", "llm"] = Field("lexical", description="Citation verification variant.")
+    verify_min_support: float = Field(
+        0.6, description="Lexical verification: least support score for a citation to count as supported."
+    )
+    verify_action: Literal["remove", "flag"] = Field(
+        "remove", description="What happens to an unsupported citation: removed (with its sentence) or flagged."
+    )
+
     # HTTP service (issue 5): auth, limits, admin, voice, tracing.
     rate_limit_per_second: float = Field(
         20.0, description="Sustained requests per second allowed per access token (0 disables the limit)."

@@ -1,17 +1,25 @@
-"""The reply node: status, answer, citations and every candidate, in the shape of the HTTP API."""
+"""The reply node: status, answer, citations, candidates and the traces of CRAG and verification."""
 
 from __future__ import annotations
 
 from typing import Any
 
+from query_graph.crag import CragOutcome
 from query_graph.generation import Draft
 from query_graph.retrieval import Candidate
-from query_graph.validation import ValidatedAnswer
+from query_graph.verification import VerifiedAnswer
+
+NO_ANSWER_TEXT = "I don't know: the documents do not cover this question."
 
 
-def reply(validated_answer: ValidatedAnswer, draft_answer: Draft, fused_candidates: list[Candidate]) -> dict[str, Any]:
-    by_id = {c.chunk.chunk_id: c for c in fused_candidates}
-    cited = list(dict.fromkeys(cid for s in validated_answer.sentences for cid in s.chunk_ids))
+def reply(
+    verified_answer: VerifiedAnswer,
+    draft_answer: Draft,
+    context_candidates: list[Candidate],
+    crag_outcome: CragOutcome,
+) -> dict[str, Any]:
+    by_id = {c.chunk.chunk_id: c for c in context_candidates}
+    cited = list(dict.fromkeys(cid for s in verified_answer.sentences for cid in s.chunk_ids))
     citations = [
         {
             "chunk_id": cid,
@@ -23,11 +31,24 @@ def reply(validated_answer: ValidatedAnswer, draft_answer: Draft, fused_candidat
         }
         for cid in cited
     ]
-    answered = bool(validated_answer.sentences)
+    if draft_answer.kind == "clarify":
+        status, answer = "clarify", draft_answer.text
+    elif verified_answer.sentences:
+        status, answer = "answered", verified_answer.text
+    else:
+        status, answer = "no_answer", NO_ANSWER_TEXT
+    shown = context_candidates if context_candidates else crag_outcome.candidates
     return {
-        "status": "answered" if answered else "no_answer",
-        "answer": validated_answer.text if answered else "I don't know: the documents do not cover this question.",
-        "citations": citations,
-        "retrieved": [c.as_dict() for c in fused_candidates],
+        "status": status,
+        "answer": answer,
+        "citations": citations if status == "answered" else [],
+        "retrieved": [c.as_dict() for c in shown],
         "generator": draft_answer.generator,
+        "provider": draft_answer.provider,
+        "crag": crag_outcome.trace,
+        "verification": {
+            **verified_answer.report,
+            "attached_citations": draft_answer.attached,
+            "dropped_sentences": len(draft_answer.dropped),
+        },
     }

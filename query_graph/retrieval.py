@@ -1,14 +1,22 @@
-"""Retrieval nodes: query embedding, dense and BM25 candidates, reciprocal rank fusion."""
+"""Retrieval nodes: query embedding, dense and BM25 candidates, and their fusion.
+
+Variants (config, overridable per request): `retrieval` = hybrid | dense | bm25, `bm25_engine` =
+qdrant (sparse vectors with IDF) | memory (rank-bm25 over the shard's payloads), `fusion` = rrf |
+weighted_rrf | dbsf. The same choices are bundled into a `RetrievalPlan`, so CRAG can run the whole
+retrieval again for a rewritten query without a second graph.
+"""
 
 from __future__ import annotations
 
 from dataclasses import dataclass
 
 import numpy as np
+from hamilton.function_modifiers import config
 
 from pipelines import bm25
+from pipelines.bm25_memory import MemoryBM25Cache
 from pipelines.documents import Chunk
-from pipelines.fusion import reciprocal_rank_fusion
+from pipelines.fusion import fuse
 from pipelines.ports import Embedder, Hit, VectorIndex
 
 
@@ -21,10 +29,12 @@ class Candidate:
     dense_score: float | None
     bm25_rank: int | None
     bm25_score: float | None
+    rerank_score: float | None = None
+    neighbour_of: str | None = None  # set on a chunk added only because it is adjacent to a hit
 
     def as_dict(self) -> dict[str, object]:
         c = self.chunk
-        return {
+        out: dict[str, object] = {
             "chunk_id": c.chunk_id,
             "document_id": c.document_id,
             "title": c.title,
@@ -38,31 +48,68 @@ class Candidate:
             "bm25_rank": self.bm25_rank,
             "bm25_score": None if self.bm25_score is None else round(self.bm25_score, 6),
         }
+        if self.rerank_score is not None:
+            out["rerank_score"] = round(self.rerank_score, 6)
+        if self.neighbour_of is not None:
+            out["neighbour_of"] = self.neighbour_of
+        return out
 
 
-def query_embedding(question: str, embedder: Embedder) -> np.ndarray:
-    """The question embedded with the active index's model (the service checked the fingerprint)."""
-    return embedder.embed_query(question)
+@dataclass(frozen=True)
+class RetrievalPlan:
+    """Everything one retrieval pass needs, fixed for a request."""
+
+    retrieval: str
+    bm25_engine: str
+    fusion: str
+    embedder: Embedder
+    vector_index: VectorIndex
+    bm25_memory: MemoryBM25Cache
+    index_version: str
+    strategy: str
+    language: str | None
+    candidates: int
+    keep: int  # candidates kept after fusion (the rerank depth when a reranker follows)
+    rrf_k: int
+    fusion_weights: tuple[float, ...]
+
+    def dense(self, embedding: np.ndarray) -> list[Hit]:
+        return self.vector_index.dense_search(embedding, self.candidates, self.strategy, self.language)
+
+    def sparse(self, question: str) -> list[Hit]:
+        if self.bm25_engine == "memory":
+            engine = self.bm25_memory.engine(self.index_version, self.vector_index, self.strategy, self.language)
+            return engine.search(question, self.candidates)
+        return self.vector_index.sparse_search(
+            bm25.query_vector(question), self.candidates, self.strategy, self.language
+        )
+
+    def fused(self, dense: list[Hit], sparse: list[Hit]) -> list[Candidate]:
+        lists = {"hybrid": [dense, sparse], "dense": [dense], "bm25": [sparse]}[self.retrieval]
+        return _fuse_hits(dense, sparse, lists, self.fusion, self.rrf_k, self.fusion_weights, self.keep)
+
+    def run(self, question: str) -> list[Candidate]:
+        """A whole retrieval pass (CRAG's second try uses it)."""
+        dense = self.dense(self.embedder.embed_query(question)) if self.retrieval != "bm25" else []
+        sparse = self.sparse(question) if self.retrieval != "dense" else []
+        return self.fused(dense, sparse)
 
 
-def dense_hits(query_embedding: np.ndarray, vector_index: VectorIndex, candidates: int, strategy: str) -> list[Hit]:
-    return vector_index.dense_search(query_embedding, candidates, strategy)
-
-
-def bm25_query(question: str) -> bm25.SparseVector:
-    return bm25.query_vector(question)
-
-
-def bm25_hits(bm25_query: bm25.SparseVector, vector_index: VectorIndex, candidates: int, strategy: str) -> list[Hit]:
-    return vector_index.sparse_search(bm25_query, candidates, strategy)
-
-
-def fused_candidates(dense_hits: list[Hit], bm25_hits: list[Hit], rrf_k: int, top_k: int) -> list[Candidate]:
-    """Reciprocal rank fusion of the dense and BM25 lists, keeping each list's rank and score."""
+def _fuse_hits(
+    dense_hits: list[Hit],
+    bm25_hits: list[Hit],
+    lists: list[list[Hit]],
+    method: str,
+    rrf_k: int,
+    weights: tuple[float, ...],
+    keep: int,
+) -> list[Candidate]:
+    """Fuse the chosen lists, keeping each retriever's own rank and score on every candidate."""
     chunks = {h.chunk.chunk_id: h.chunk for h in [*dense_hits, *bm25_hits]}
     dense = {h.chunk.chunk_id: (rank, h.score) for rank, h in enumerate(dense_hits, start=1)}
     sparse = {h.chunk.chunk_id: (rank, h.score) for rank, h in enumerate(bm25_hits, start=1)}
-    fused = reciprocal_rank_fusion([list(dense), list(sparse)], k=rrf_k)[:top_k]
+    ranked = [[(h.chunk.chunk_id, h.score) for h in hits] for hits in lists]
+    fused = fuse(method, ranked, k=rrf_k, weights=list(weights)[: len(ranked)])[:keep]
     return [
         Candidate(
             chunk=chunks[chunk_id],
@@ -75,3 +122,68 @@ def fused_candidates(dense_hits: list[Hit], bm25_hits: list[Hit], rrf_k: int, to
         )
         for rank, (chunk_id, score) in enumerate(fused, start=1)
     ]
+
+
+def retrieval_plan(
+    retrieval: str,
+    bm25_engine: str,
+    fusion: str,
+    rerank: str,
+    embedder: Embedder,
+    vector_index: VectorIndex,
+    bm25_memory: MemoryBM25Cache,
+    index_version: str,
+    strategy: str,
+    candidates: int,
+    top_k: int,
+    rrf_k: int,
+    rerank_depth: int,
+    fusion_weights: list[float],
+    language_filter: str | None = None,
+) -> RetrievalPlan:
+    return RetrievalPlan(
+        retrieval=retrieval,
+        bm25_engine=bm25_engine,
+        fusion=fusion,
+        embedder=embedder,
+        vector_index=vector_index,
+        bm25_memory=bm25_memory,
+        index_version=index_version,
+        strategy=strategy,
+        language=language_filter,
+        candidates=max(candidates, top_k),
+        keep=max(rerank_depth, top_k) if rerank != "none" else top_k,
+        rrf_k=rrf_k,
+        fusion_weights=tuple(fusion_weights),
+    )
+
+
+def query_embedding(question: str, embedder: Embedder) -> np.ndarray:
+    """The question embedded with the active index's model (the service checked the fingerprint)."""
+    return embedder.embed_query(question)
+
+
+def dense_hits(query_embedding: np.ndarray, retrieval_plan: RetrievalPlan) -> list[Hit]:
+    return retrieval_plan.dense(query_embedding)
+
+
+def bm25_hits(question: str, retrieval_plan: RetrievalPlan) -> list[Hit]:
+    return retrieval_plan.sparse(question)
+
+
+@config.when(retrieval="hybrid")
+def fused_candidates__hybrid(
+    dense_hits: list[Hit], bm25_hits: list[Hit], retrieval_plan: RetrievalPlan
+) -> list[Candidate]:
+    """Dense and BM25 lists fused (RRF k=60 by default; weighted RRF or DBSF as configured)."""
+    return retrieval_plan.fused(dense_hits, bm25_hits)
+
+
+@config.when(retrieval="dense")
+def fused_candidates__dense(dense_hits: list[Hit], retrieval_plan: RetrievalPlan) -> list[Candidate]:
+    return retrieval_plan.fused(dense_hits, [])
+
+
+@config.when(retrieval="bm25")
+def fused_candidates__bm25(bm25_hits: list[Hit], retrieval_plan: RetrievalPlan) -> list[Candidate]:
+    return retrieval_plan.fused([], bm25_hits)

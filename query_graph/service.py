@@ -14,14 +14,13 @@ from typing import Any
 import structlog
 
 from pipelines.cache_redis import CacheUnavailable
-from pipelines.citations import CitationError
 from pipelines.embedders import load_embedder
 from pipelines.ports import StoreUnavailable, VectorIndex
 from pipelines.profiles import Stores
 from pipelines.registry import IndexVersion
 from pipelines.settings import Settings
 from query_graph.active_index import ActiveIndex, FingerprintMismatch, NoActiveIndex, VectorStoreUnavailable
-from query_graph.driver import build_driver
+from query_graph.back_half import BackHalf, failure
 from query_graph.timing import current_timings
 
 log = structlog.get_logger(__name__)
@@ -47,7 +46,8 @@ class QueryService:
     def __init__(self, settings: Settings, stores: Stores) -> None:
         self.settings, self.stores = settings, stores
         self.embedder = load_embedder(settings.embedding_model)
-        self.driver = build_driver()
+        self.back = BackHalf(settings)  # variants, one driver per variant combination, their clients
+        self.driver = self.back.driver(self.back.defaults)
         self.indexes = ActiveIndex(
             stores.registry, stores.open_index, self.embedder.fingerprint.digest, settings.registry_poll_seconds
         )
@@ -68,13 +68,27 @@ class QueryService:
             "points": index.count(),
         }
 
+    def variant_options(self) -> dict[str, list[str]]:
+        """{node: [variant, ...]}: what `answer(variants=...)` accepts."""
+        return self.back.variant_options()
+
     def answer(
-        self, question: str, top_k: int | None = None, overrides: dict[str, Any] | None = None
+        self,
+        question: str,
+        top_k: int | None = None,
+        overrides: dict[str, Any] | None = None,
+        variants: dict[str, str] | None = None,
     ) -> dict[str, Any]:
         started = time.perf_counter()
         timings: dict[str, float] = {}
         token = current_timings.set(timings)
         try:
+            try:
+                chosen = self.back.variants(variants)
+                graph = self.back.driver(chosen)
+            except Exception as exc:
+                _raise_back_failure(exc)
+                raise
             version, index = self.active()
             inputs: dict[str, Any] = {
                 "question": question,
@@ -95,18 +109,22 @@ class QueryService:
                 "answer_max_tokens": self.settings.answer_max_tokens,
                 "cache_prefix": self.settings.cache_prefix,
             }
-            front = self.driver.execute(FRONT_NODES, inputs=inputs, overrides=overrides)
+            try:
+                inputs.update(self.back.inputs(chosen, inputs["top_k"]))
+            except Exception as exc:
+                _raise_back_failure(exc)
+                raise
+            front = graph.execute(FRONT_NODES, inputs=inputs, overrides=overrides)
             lookup = front["exact_cache_lookup"]
             if lookup.reply is not None:
                 result = {**lookup.reply, "cache": "hit"}
             else:
                 try:
-                    out = self.driver.execute(ANSWER_NODES, inputs=inputs, overrides=overrides)
-                except StoreUnavailable as exc:
-                    raise QueryFailed(503, "retrieval_unavailable", str(exc)) from exc
-                except CitationError as exc:
-                    raise QueryFailed(502, "invalid_citation", str(exc)) from exc
-                result = {**out["reply"], "cache": lookup.status}
+                    out = graph.execute(ANSWER_NODES, inputs=inputs, overrides=overrides)
+                except Exception as exc:
+                    _raise_back_failure(exc)
+                    raise
+                result = {**out["reply"], "cache": lookup.status, "variants": chosen}
                 result["index"] = {"content_version": version.version, "embedding_fingerprint": version.fingerprint}
                 if lookup.status == "miss":
                     self._store(front["exact_cache_key"], result)
@@ -130,6 +148,13 @@ class QueryService:
             )
         except CacheUnavailable as exc:
             log.warning("cache_store_failed", error=str(exc))
+
+
+def _raise_back_failure(exc: Exception) -> None:
+    """Re-raise a back-half failure (bad variant, store, reranker, generator, citations) as a QueryFailed."""
+    mapped = failure(exc)
+    if mapped is not None:
+        raise QueryFailed(mapped[0], mapped[1], str(exc)) from exc
 
 
 def _code(exc: Exception) -> str:

@@ -19,7 +19,11 @@ class ValidatedAnswer:
         return " ".join(s.text for s in self.sentences)
 
 
-def validated_answer(draft_answer: Draft, fused_candidates: list[Candidate]) -> ValidatedAnswer:
-    """Raises `CitationError` when a marker names a chunk that was not among the candidates."""
-    released, dropped = validate(draft_answer.text, [c.chunk.chunk_id for c in fused_candidates])
+def validated_answer(draft_answer: Draft, context_candidates: list[Candidate]) -> ValidatedAnswer:
+    """Raises `CitationError` when a marker names a chunk that was not supplied to the generator."""
+    if draft_answer.kind != "answer":
+        return ValidatedAnswer([], [])
+    if draft_answer.checked is not None:  # validated sentence by sentence while streaming
+        return ValidatedAnswer(list(draft_answer.checked), list(draft_answer.dropped))
+    released, dropped = validate(draft_answer.text, [c.chunk.chunk_id for c in context_candidates])
     return ValidatedAnswer(released, dropped)

@@ -1,0 +1,62 @@
+"""The in-memory BM25 engine (`rank-bm25`), an alternative to Qdrant's sparse vectors with IDF.
+
+Its corpus is read from the index's own payloads (so it always matches what the vector store holds)
+once per index version, strategy and language, and kept until that version is no longer in use. It
+uses the same analyzer as the sparse vectors, so the two engines differ only in how they score.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+from dataclasses import dataclass
+
+import numpy as np
+import structlog
+from rank_bm25 import BM25Okapi
+
+from pipelines.bm25 import analyze
+from pipelines.documents import Chunk
+from pipelines.ports import Hit, VectorIndex
+
+log = structlog.get_logger(__name__)
+
+
+@dataclass
+class MemoryBM25:
+    chunks: list[Chunk]
+    engine: BM25Okapi | None  # None for an empty corpus (rank-bm25 cannot index one)
+
+    @classmethod
+    def build(cls, chunks: list[Chunk]) -> MemoryBM25:
+        corpus = [analyze(" ".join([*c.heading_path, c.text])) for c in chunks]
+        return cls(chunks, BM25Okapi(corpus) if chunks else None)
+
+    def search(self, question: str, limit: int) -> list[Hit]:
+        terms = analyze(question)
+        if self.engine is None or not terms:
+            return []
+        scores = np.asarray(self.engine.get_scores(terms))
+        top = np.argsort(-scores, kind="stable")[:limit]
+        return [Hit(self.chunks[i], float(scores[i])) for i in top if scores[i] > 0]
+
+
+class MemoryBM25Cache:
+    """One engine per (index version, strategy, language), built on first use; the oldest are dropped."""
+
+    def __init__(self, keep: int = 4) -> None:
+        self._engines: OrderedDict[tuple[str, str | None, str | None], MemoryBM25] = OrderedDict()
+        self._lock = threading.Lock()
+        self._keep = keep
+
+    def engine(self, version: str, index: VectorIndex, strategy: str | None, language: str | None) -> MemoryBM25:
+        key = (version, strategy, language)
+        with self._lock:  # concurrent first requests build it once
+            if key not in self._engines:
+                chunks = index.scroll_chunks(strategy, language)
+                self._engines[key] = MemoryBM25.build(chunks)
+                log.info("bm25_memory_built", version=version, strategy=strategy, language=language, chunks=len(chunks))
+                while len(self._engines) > self._keep:
+                    self._engines.popitem(last=False)
+            self._engines.move_to_end(key)
+            return self._engines[key]

@@ -1,0 +1,203 @@
+"""The provider harness every litellm call goes through: retries with jittered backoff, a circuit
+breaker per provider, one deadline shared by all attempts, and a fallback provider.
+
+A stream is retried only until its first token: once text has reached the caller it cannot be
+taken back, so a stream that breaks later fails the request (`GenerationUnavailable`). Closing the
+iterator (a client that disconnected) closes the provider's response: no tokens are paid for after.
+"""
+
+from __future__ import annotations
+
+import os
+import random
+import threading
+import time
+from collections.abc import Callable, Iterator
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+
+log = structlog.get_logger(__name__)
+
+
+class GenerationUnavailable(RuntimeError):
+    """Every provider failed (after retries, the breaker and the fallback): a 503 `generation_unavailable`."""
+
+
+@dataclass(frozen=True)
+class Provider:
+    model: str  # litellm id, e.g. "openai/qwen2.5-coder" for an OpenAI-compatible server
+    api_base: str | None = None
+    api_key: str | None = None
+    role: str = "primary"  # or "fallback"
+
+    @property
+    def name(self) -> str:
+        return f"{self.model}@{self.api_base}" if self.api_base else self.model
+
+
+class CircuitBreaker:
+    """Opens after `failures` consecutive failures; after `reset_seconds` lets one trial call through."""
+
+    def __init__(self, failures: int, reset_seconds: float, clock: Callable[[], float] = time.monotonic) -> None:
+        self.failures, self.reset_seconds, self._clock = failures, reset_seconds, clock
+        self._count, self._opened_at = 0, None  # type: int, float | None
+        self._lock = threading.Lock()
+
+    @property
+    def state(self) -> str:
+        with self._lock:
+            if self._opened_at is None:
+                return "closed"
+            return "half_open" if self._clock() - self._opened_at >= self.reset_seconds else "open"
+
+    def allow(self) -> bool:
+        return self.state != "open"
+
+    def success(self) -> None:
+        with self._lock:
+            self._count, self._opened_at = 0, None
+
+    def failure(self) -> None:
+        with self._lock:
+            self._count += 1
+            if self._count >= self.failures:
+                self._opened_at = self._clock()
+
+
+@dataclass
+class Completion:
+    text: str
+    provider: Provider
+    attempts: list[dict[str, Any]]
+
+
+@dataclass
+class TokenStream:
+    """Iterate for text deltas; `provider` and `attempts` are known once the first token arrived."""
+
+    _tokens: Iterator[str]
+    provider: Provider | None = None
+    attempts: list[dict[str, Any]] = field(default_factory=list)
+
+    def __iter__(self) -> Iterator[str]:
+        return self._tokens
+
+    def close(self) -> None:
+        close = getattr(self._tokens, "close", None)
+        if close is not None:
+            close()
+
+
+def _litellm() -> Any:
+    os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")  # else importing waits on the network
+    import litellm
+
+    litellm.suppress_debug_info = True
+    return litellm
+
+
+class LLMHarness:
+    def __init__(
+        self,
+        providers: list[Provider],
+        retries: int = 2,
+        backoff_seconds: float = 0.25,
+        deadline_seconds: float = 30.0,
+        breaker_failures: int = 3,
+        breaker_reset_seconds: float = 30.0,
+        temperature: float = 0.0,
+        max_tokens: int = 512,
+        seed: int | None = None,
+    ) -> None:
+        if not providers:
+            raise ValueError("the LLM harness needs at least one provider")
+        self.providers, self.retries, self.backoff = providers, retries, backoff_seconds
+        self.deadline_seconds, self.temperature, self.max_tokens = deadline_seconds, temperature, max_tokens
+        self.breakers = {p.name: CircuitBreaker(breaker_failures, breaker_reset_seconds) for p in providers}
+        self._random = random.Random(seed)
+
+    def _delay(self, attempt: int) -> float:
+        """Exponential backoff with full-range jitter (0.5x..1.5x), so retries of many requests spread out."""
+        return self.backoff * (2**attempt) * self._random.uniform(0.5, 1.5)
+
+    def stream(self, messages: list[dict[str, str]], max_tokens: int | None = None) -> TokenStream:
+        out = TokenStream(iter(()))
+        out._tokens = self._tokens(messages, max_tokens or self.max_tokens, out)
+        return out
+
+    def complete(self, messages: list[dict[str, str]], max_tokens: int | None = None) -> Completion:
+        stream = self.stream(messages, max_tokens)
+        text = "".join(stream)
+        assert stream.provider is not None
+        return Completion(text, stream.provider, stream.attempts)
+
+    def _tokens(self, messages: list[dict[str, str]], max_tokens: int, out: TokenStream) -> Iterator[str]:
+        litellm = _litellm()
+        deadline = time.monotonic() + self.deadline_seconds
+        errors: list[str] = []
+        for provider in self.providers:
+            breaker = self.breakers[provider.name]
+            for attempt in range(self.retries + 1):
+                if not breaker.allow():
+                    out.attempts.append({"provider": provider.name, "role": provider.role, "outcome": "circuit_open"})
+                    errors.append(f"{provider.name}: circuit open")
+                    break
+                remaining = deadline - time.monotonic()
+                if remaining <= 0:
+                    raise GenerationUnavailable(f"deadline of {self.deadline_seconds}s passed; " + "; ".join(errors))
+                started = False
+                response = None
+                try:
+                    response = litellm.completion(
+                        model=provider.model,
+                        messages=messages,
+                        api_base=provider.api_base,
+                        api_key=provider.api_key or "none",
+                        stream=True,
+                        timeout=remaining,
+                        max_tokens=max_tokens,
+                        temperature=self.temperature,
+                        num_retries=0,
+                    )
+                    for chunk in response:
+                        if time.monotonic() > deadline:
+                            raise TimeoutError(f"deadline of {self.deadline_seconds}s passed mid-stream")
+                        delta = chunk.choices[0].delta.content if chunk.choices else None
+                        if delta:
+                            if not started:
+                                started, out.provider = True, provider
+                                out.attempts.append({"provider": provider.name, "role": provider.role, "outcome": "ok"})
+                            yield delta
+                    if not started:
+                        raise RuntimeError("the provider returned no text")
+                    breaker.success()
+                    return
+                except GeneratorExit:  # the caller closed the stream: stop the provider's response too
+                    _close(response)
+                    raise
+                except Exception as exc:
+                    _close(response)
+                    breaker.failure()
+                    reason = f"{type(exc).__name__}: {str(exc)[:200]}"
+                    errors.append(f"{provider.name}: {reason}")
+                    log.warning("llm_attempt_failed", provider=provider.name, attempt=attempt, error=reason)
+                    if started:
+                        out.attempts[-1]["outcome"] = "broke_mid_stream"
+                        raise GenerationUnavailable(f"{provider.name} failed mid-answer: {reason}") from exc
+                    out.attempts.append({"provider": provider.name, "role": provider.role, "outcome": reason})
+                    if attempt < self.retries:
+                        time.sleep(max(0.0, min(self._delay(attempt), deadline - time.monotonic())))
+        raise GenerationUnavailable("every provider failed: " + "; ".join(errors))
+
+
+def _close(response: Any) -> None:
+    for name in ("close", "aclose"):
+        close = getattr(response, name, None)
+        if callable(close) and name == "close":
+            try:
+                close()
+            except Exception as exc:  # closing a broken response may fail again; nothing more to do
+                log.debug("llm_response_close_failed", error=str(exc))
+            return

@@ -1,0 +1,93 @@
+"""Cross-encoder reranking with the packaged ms-marco-MiniLM-L-12-v2 int8 ONNX model.
+
+The model reads (question, passage) pairs and returns one relevance logit each (output [:, 0]).
+Its file is checked by sha256 before loading (pipelines/model_catalogue.py); a missing or altered
+file raises `RerankUnavailable`, and so does a failed run: rerank fails closed (DESIGN.md).
+"""
+
+from __future__ import annotations
+
+import math
+import threading
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from tokenizers import Tokenizer
+
+from pipelines.model_catalogue import CATALOGUE, ModelIntegrityError, file_sha256, resolve
+
+
+class RerankUnavailable(RuntimeError):
+    """The reranker cannot be loaded or run: callers answer 503 `rerank_unavailable`."""
+
+
+def probability(logit: float) -> float:
+    return 1.0 / (1.0 + math.exp(-logit))
+
+
+class CrossEncoderReranker:
+    def __init__(self, name: str, folder: Path | None = None, max_tokens: int = 256, threads: int = 2) -> None:
+        import onnxruntime as ort
+
+        entry = CATALOGUE.get(name)
+        if entry is None or entry.dimension != 1:
+            rerankers = [n for n, e in CATALOGUE.items() if e.dimension == 1]
+            raise RerankUnavailable(f"unknown reranker {name!r}; catalogue rerankers: {', '.join(rerankers)}")
+        try:
+            if folder is None:
+                folder = resolve(entry)
+            else:  # the same files from another folder: still checked against the catalogue's sha256
+                artifact = folder / entry.artifact
+                if not artifact.is_file():
+                    raise ModelIntegrityError(f"{name}: {artifact} is missing")
+                actual = file_sha256(artifact)
+                if actual != entry.sha256:
+                    raise ModelIntegrityError(
+                        f"{name}: sha256 of {artifact} is {actual}, expected {entry.sha256}; refusing to load it"
+                    )
+            options = ort.SessionOptions()
+            options.intra_op_num_threads = threads
+            options.inter_op_num_threads = 1
+            self._session = ort.InferenceSession(
+                str(folder / entry.artifact), sess_options=options, providers=["CPUExecutionProvider"]
+            )
+            self._tokenizer = Tokenizer.from_file(str(folder / "tokenizer.json"))
+        except ModelIntegrityError as exc:
+            raise RerankUnavailable(str(exc)) from exc
+        except Exception as exc:  # onnxruntime and tokenizers raise their own types
+            raise RerankUnavailable(f"{name}: cannot load from {folder}: {exc}") from exc
+        self._tokenizer.no_padding()
+        self._tokenizer.enable_truncation(max_length=max_tokens, strategy="only_second")
+        self._inputs = {i.name for i in self._session.get_inputs()}
+        self._lock = threading.Lock()  # one run at a time: the session already uses every core
+        self.name, self.model_id, self.sha256 = name, entry.model_id, entry.sha256
+
+    def scores(self, question: str, passages: Sequence[str], batch_size: int = 16) -> list[float]:
+        """One logit per passage (higher is more relevant)."""
+        if not passages:
+            return []
+        order = sorted(range(len(passages)), key=lambda i: len(passages[i]))  # similar lengths pad less
+        out = np.zeros(len(passages), dtype=np.float32)
+        for start in range(0, len(order), batch_size):
+            index = order[start : start + batch_size]
+            out[index] = self._run(question, [passages[i] for i in index])
+        return [float(x) for x in out]
+
+    def _run(self, question: str, passages: list[str]) -> np.ndarray:
+        encodings = self._tokenizer.encode_batch([(question, p) for p in passages])
+        width = max(len(e.ids) for e in encodings)
+        ids = np.zeros((len(passages), width), dtype=np.int64)
+        mask = np.zeros_like(ids)
+        types = np.zeros_like(ids)
+        for row, enc in enumerate(encodings):
+            n = len(enc.ids)
+            ids[row, :n], mask[row, :n], types[row, :n] = enc.ids, 1, enc.type_ids
+        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": types}
+        feeds = {k: v for k, v in feeds.items() if k in self._inputs}
+        try:
+            with self._lock:
+                logits = self._session.run(None, feeds)[0]
+        except Exception as exc:
+            raise RerankUnavailable(f"{self.name}: inference failed: {exc}") from exc
+        return np.asarray(logits)[:, 0]

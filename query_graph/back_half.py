@@ -1,0 +1,117 @@
+"""What the back half of the query graph (retrieval variants to verification) needs from the service:
+the chosen variants, one cached driver per variant combination, the clients those variants use
+(loaded once, on first use), and the HTTP status and code of each way it can fail."""
+
+from __future__ import annotations
+
+import json
+import threading
+from typing import Any
+
+from hamilton import driver
+
+from pipelines.bm25_memory import MemoryBM25Cache
+from pipelines.citations import CitationError, UncitedAnswer
+from pipelines.generators_litellm import PROMPT_VERSION
+from pipelines.llm_harness import GenerationUnavailable, LLMHarness, Provider
+from pipelines.ports import StoreUnavailable
+from pipelines.rerank import CrossEncoderReranker, RerankUnavailable
+from pipelines.settings import Settings
+from query_graph.driver import DriverCache
+from query_graph.variants import VARIANTS, UnknownVariant, default_variants, resolve_variants
+from query_graph.verification import VerificationUnavailable
+
+
+class BackHalf:
+    def __init__(self, settings: Settings) -> None:
+        self.settings = settings
+        self.defaults = default_variants(settings)
+        self.drivers = DriverCache()
+        self.bm25_memory = MemoryBM25Cache()
+        self._reranker: CrossEncoderReranker | None = None
+        self._harness: LLMHarness | None = None
+        self._lock = threading.Lock()
+
+    @staticmethod
+    def variant_options() -> dict[str, list[str]]:
+        return {node: list(names) for node, names in VARIANTS.items()}
+
+    def variants(self, overrides: dict[str, str] | None) -> dict[str, str]:
+        """The request's variants; raises `UnknownVariant` (a 400) naming the valid ones."""
+        return resolve_variants(self.defaults, overrides)
+
+    def driver(self, variants: dict[str, str]) -> driver.Driver:
+        return self.drivers.get(dict(variants))
+
+    def reranker(self) -> CrossEncoderReranker:
+        with self._lock:
+            if self._reranker is None:
+                s = self.settings
+                self._reranker = CrossEncoderReranker(s.reranker_model, s.reranker_path, s.rerank_max_tokens)
+            return self._reranker
+
+    def harness(self) -> LLMHarness:
+        with self._lock:
+            if self._harness is None:
+                s = self.settings
+                providers = [Provider(s.llm_model, s.llm_api_base, s.llm_api_key, "primary")]
+                if s.llm_fallback_model:
+                    providers.append(
+                        Provider(s.llm_fallback_model, s.llm_fallback_api_base, s.llm_fallback_api_key, "fallback")
+                    )
+                self._harness = LLMHarness(
+                    providers,
+                    retries=s.llm_retries,
+                    backoff_seconds=s.llm_backoff_seconds,
+                    deadline_seconds=s.llm_deadline_seconds,
+                    breaker_failures=s.llm_breaker_failures,
+                    breaker_reset_seconds=s.llm_breaker_reset_seconds,
+                    max_tokens=s.answer_max_tokens,
+                )
+            return self._harness
+
+    def inputs(self, variants: dict[str, str], top_k: int) -> dict[str, Any]:
+        """Inputs of the back-half nodes; clients only for the variants that use them."""
+        s = self.settings
+        inputs: dict[str, Any] = {
+            "bm25_memory": self.bm25_memory,
+            "rerank_depth": s.rerank_depth,
+            "fusion_weights": list(s.fusion_weights),
+            "language_filter": s.language_filter,
+            "neighbours": s.neighbours,
+            "crag_lower": s.crag_lower,
+            "crag_upper": s.crag_upper,
+            "crag_rerank_lower": s.crag_rerank_lower,
+            "crag_rerank_upper": s.crag_rerank_upper,
+            "verify_min_support": s.verify_min_support,
+            "verify_action": s.verify_action,
+            # Everything that changes an answer is in the cache namespace (DESIGN.md).
+            "retrieval_profile": json.dumps({**variants, "top_k": top_k, "neighbours": s.neighbours}, sort_keys=True),
+        }
+        if variants["rerank"] == "cross_encoder":
+            inputs["reranker"] = self.reranker()  # RerankUnavailable when its file is missing or altered
+        if variants["generator"] == "litellm" or variants["verify"] == "llm":
+            inputs["llm_harness"] = self.harness()
+        if variants["generator"] == "litellm":
+            inputs["prompt_version"] = PROMPT_VERSION
+            inputs["generator_model"] = s.llm_model
+        return inputs
+
+
+def failure(exc: BaseException) -> tuple[int, str] | None:
+    """(HTTP status, code) of a back-half failure; None for an error that is not one of ours."""
+    if isinstance(exc, UnknownVariant):
+        return 400, "unknown_variant"
+    if isinstance(exc, StoreUnavailable):
+        return 503, "retrieval_unavailable"
+    if isinstance(exc, RerankUnavailable):
+        return 503, "rerank_unavailable"
+    if isinstance(exc, GenerationUnavailable):
+        return 503, "generation_unavailable"
+    if isinstance(exc, VerificationUnavailable):
+        return 503, "verification_unavailable"
+    if isinstance(exc, CitationError):
+        return 502, "invalid_citation"
+    if isinstance(exc, UncitedAnswer):
+        return 502, "uncited_answer"
+    return None
