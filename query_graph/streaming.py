@@ -1,0 +1,59 @@
+"""Stream an answer: each sentence as soon as it is validated (and verified), then the whole reply.
+
+    for event in stream_answer(service, question, variants):
+        {"type": "sentence", "text": "... [C:<chunk_id>].", "chunk_ids": ["<chunk_id>"]}  # zero or more
+        {"type": "final", **reply}                                                        # exactly one, last
+
+The graph runs in a worker thread with a sink in a context variable (query_graph/sink.py); nodes put
+sentences into it the moment they are released. With the `litellm` generator that is while the model
+is still writing; with `extractive` the draft is whole at once and its sentences are released one by
+one after validation and verification. A cache hit releases the cached reply's sentences. Failures
+raise `QueryFailed` from the iterator (before or after some sentences). Closing the iterator (the
+client went away) cancels the generation: the generator stops at its next token.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections.abc import Iterator
+from typing import Any
+
+from pipelines.citations import markers, split_sentences
+from query_graph.service import QueryService
+from query_graph.sink import SentenceSink, current_sink
+
+_DONE: dict[str, Any] = {"type": "_done"}
+
+
+def stream_answer(
+    service: QueryService, question: str, variants: dict[str, str] | None = None, top_k: int | None = None
+) -> Iterator[dict[str, Any]]:
+    sink = SentenceSink()
+    outcome: dict[str, Any] = {}
+
+    def work() -> None:
+        token = current_sink.set(sink)
+        try:
+            outcome["reply"] = service.answer(question, top_k=top_k, variants=variants)
+        except BaseException as exc:  # handed to the reading thread, which raises it
+            outcome["error"] = exc
+        finally:
+            current_sink.reset(token)
+            sink.events.put(_DONE)
+
+    worker = threading.Thread(target=work, name="ragline-stream", daemon=True)
+    worker.start()
+    released = 0
+    try:
+        while (event := sink.events.get()) is not _DONE:
+            released += 1
+            yield event
+        if "error" in outcome:
+            raise outcome["error"]
+        reply = outcome["reply"]
+        if not released and reply["status"] == "answered":  # a cache hit: nothing ran to release them
+            for sentence in split_sentences(reply["answer"]):
+                yield {"type": "sentence", "text": sentence, "chunk_ids": list(dict.fromkeys(markers(sentence)))}
+        yield {"type": "final", **reply}
+    finally:
+        sink.cancelled.set()  # a no-op after the end; on an early close it stops the generator

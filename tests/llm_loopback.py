@@ -1,0 +1,193 @@
+"""A real OpenAI-compatible HTTP server on loopback for the litellm tests: a test double of a provider.
+
+It speaks the chat-completions protocol (JSON, and SSE when `stream` is true) over a real socket, so
+litellm, its HTTP client and our harness run for real; only the completion itself comes from a small
+deterministic procedure instead of a language model: the context sentence that shares the most words
+with the question. Behaviours can be scripted per request (`fail` with 500, `hang`, `break` mid-stream)
+to exercise retries, the circuit breaker, the deadline and the fallback.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+from typing import Any
+
+_WORD = re.compile(r"[A-Za-z0-9_]+")
+_STOP = {"the", "a", "an", "is", "of", "to", "in", "on", "and", "what", "which", "how", "does", "do", "for", "it"}
+
+
+def _words(text: str) -> set[str]:
+    return {w.lower() for w in _WORD.findall(text) if w.lower() not in _STOP}
+
+
+def _passages(prompt: str) -> list[tuple[str, str]]:
+    """(chunk_id, text) of each `[C:<id>] title\\ntext` block of our prompt."""
+    body = prompt.split("Question:")[0]
+    blocks = re.split(r"\n\n(?=\[C:)", body)
+    out = []
+    for block in blocks:
+        match = re.match(r"\s*(?:Context passages:\s*)?\[C:([A-Za-z0-9_\-]+)\][^\n]*\n(.*)", block, re.S)
+        if match:
+            out.append((match.group(1), match.group(2)))
+    return out
+
+
+def answer_for(messages: list[dict[str, str]], mode: str) -> str:
+    prompt = messages[-1]["content"]
+    if "Answer with one word: yes or no" in prompt:  # the verification judge
+        passage = prompt.split("Passage:", 1)[1].split("Sentence:", 1)[0]
+        sentence = prompt.split("Sentence:", 1)[1].split("Does the passage", 1)[0]
+        words = _words(sentence)
+        return "yes" if words and len(words & _words(passage)) / len(words) >= 0.7 else "no"
+    if prompt.startswith("Rewrite this question"):
+        return " ".join(sorted(_words(prompt.split("Question:", 1)[1])))
+    if mode == "no_answer":
+        return "NO_ANSWER"
+    if mode == "clarify":
+        return "CLARIFY: Which part of harbor do you mean: installing it, configuring it or the CLI?"
+    question = _words(prompt.rsplit("Question:", 1)[1])
+    best: tuple[int, str, str] = (-1, "", "")
+    for chunk_id, text in _passages(prompt):
+        for sentence in re.split(r"(?<=[.!?])\s+", text.replace("\n", " ")):
+            score = len(question & _words(sentence))
+            if score > best[0] and len(sentence.split()) >= 4:
+                best = (score, chunk_id, sentence.strip().rstrip("."))
+    _, chunk_id, sentence = best
+    if mode == "plain":  # a small model that writes no markers
+        return f"{sentence}. Harbor is a tool."
+    if mode == "forged":
+        return f"{sentence} [C:ffffffffffff-99]."
+    return f"{sentence} [C:{chunk_id}]."
+
+
+class LoopbackLLM:
+    def __init__(self, mode: str = "markers", token_delay: float = 0.0) -> None:
+        self.mode, self.token_delay = mode, token_delay
+        self.script: list[str] = []  # behaviour of the next requests: ok | fail | hang | break
+        self.requests = 0
+        self.tokens_sent = 0
+        self.disconnected = threading.Event()
+        self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
+        self._server.daemon_threads = True
+        self._thread = threading.Thread(target=self._server.serve_forever, daemon=True)
+
+    @property
+    def api_base(self) -> str:
+        return f"http://127.0.0.1:{self._server.server_address[1]}/v1"
+
+    def _handler(self) -> type[BaseHTTPRequestHandler]:
+        llm = self
+
+        class Handler(BaseHTTPRequestHandler):
+            protocol_version = "HTTP/1.1"
+
+            def log_message(self, *args: Any) -> None:  # keep test output clean
+                pass
+
+            def do_POST(self) -> None:
+                body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
+                llm.requests += 1
+                behaviour = llm.script.pop(0) if llm.script else "ok"
+                if behaviour == "fail":
+                    payload = json.dumps({"error": {"message": "scripted failure", "type": "server_error"}}).encode()
+                    self.send_response(500)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(payload)))
+                    self.end_headers()
+                    self.wfile.write(payload)
+                    return
+                if behaviour == "hang":
+                    time.sleep(5)
+                text = answer_for(body.get("messages", []), llm.mode)
+                if body.get("stream"):
+                    self._stream(text, behaviour == "break")
+                else:
+                    self._json(text)
+
+            def _json(self, text: str) -> None:
+                payload = json.dumps(
+                    {
+                        "id": "cmpl-loopback",
+                        "object": "chat.completion",
+                        "created": int(time.time()),
+                        "model": "loopback",
+                        "choices": [
+                            {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+                        ],
+                        "usage": {"prompt_tokens": 1, "completion_tokens": 1, "total_tokens": 2},
+                    }
+                ).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(payload)))
+                self.end_headers()
+                self.wfile.write(payload)
+
+            def _event(self, delta: dict[str, str], finish: str | None = None) -> None:
+                chunk = {
+                    "id": "cmpl-loopback",
+                    "object": "chat.completion.chunk",
+                    "created": int(time.time()),
+                    "model": "loopback",
+                    "choices": [{"index": 0, "delta": delta, "finish_reason": finish}],
+                }
+                self.wfile.write(f"data: {json.dumps(chunk)}\n\n".encode())
+                self.wfile.flush()
+
+            def _stream(self, text: str, broken: bool) -> None:
+                self.send_response(200)
+                self.send_header("Content-Type", "text/event-stream")
+                self.send_header("Connection", "close")
+                self.end_headers()
+                tokens = re.findall(r"\S+\s*", text)
+                try:
+                    self._event({"role": "assistant", "content": ""})
+                    for i, token in enumerate(tokens):
+                        if broken and i == len(tokens) // 2:
+                            self.wfile.flush()
+                            self.connection.shutdown(2)  # the provider dies mid-answer
+                            return
+                        self._event({"content": token})
+                        llm.tokens_sent += 1
+                        if llm.token_delay:
+                            time.sleep(llm.token_delay)
+                    self._event({}, "stop")
+                    self.wfile.write(b"data: [DONE]\n\n")
+                    self.wfile.flush()
+                except (BrokenPipeError, ConnectionResetError):
+                    llm.disconnected.set()
+                self.close_connection = True
+
+        return Handler
+
+    def start(self) -> LoopbackLLM:
+        self._thread.start()
+        return self
+
+    def stop(self) -> None:
+        self._server.shutdown()
+        self._server.server_close()
+
+
+@contextmanager
+def loopback_llm(mode: str = "markers", token_delay: float = 0.0) -> Iterator[LoopbackLLM]:
+    server = LoopbackLLM(mode, token_delay).start()
+    try:
+        yield server
+    finally:
+        server.stop()
+
+
+def closed_port() -> int:
+    """A loopback port nothing listens on (bound, then released)."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
