@@ -9,11 +9,12 @@ from fastapi import FastAPI
 
 from pipelines.profiles import Stores, open_stores
 from pipelines.settings import Settings
+from pipelines.speech import Transcriber
 from query_graph.service import QueryService
 from server.builds import BuildLauncher, BuildTracker, dagster_graphql_launcher
 from server.errors import install_error_handlers
 from server.metrics import Metrics, MetricsMiddleware
-from server.routes import admin, health, query, stream
+from server.routes import admin, health, query, stream, voice
 from server.tokens import RateLimiter, TokenStore
 
 
@@ -46,6 +47,7 @@ def create_app(
     app.state.tokens = TokenStore.for_settings(settings)
     app.state.rate_limiter = RateLimiter(settings.rate_limit_per_second, settings.rate_limit_burst)
     app.state.metrics = Metrics()
+    app.state.transcriber = Transcriber(settings.whisper_model, settings.data_dir)
     if settings.dagster_url:
         app.state.builds = BuildTracker(dagster_graphql_launcher(settings), "dagster-webserver")
     else:
@@ -55,6 +57,7 @@ def create_app(
     app.include_router(health.router)
     app.include_router(query.router)
     app.include_router(stream.router)
+    app.include_router(voice.router)
     app.include_router(admin.router)
     return app
 
