@@ -10,6 +10,7 @@ from fastapi import FastAPI
 from pipelines.profiles import Stores, open_stores
 from pipelines.settings import Settings
 from pipelines.speech import Transcriber
+from pipelines.tracing import RequestTracer
 from query_graph.service import QueryService
 from server.builds import BuildLauncher, BuildTracker, dagster_graphql_launcher
 from server.errors import install_error_handlers
@@ -34,6 +35,8 @@ def create_app(
             yield
         finally:
             _close_active_index(app.state.service)
+            if app.state.tracer is not None:
+                app.state.tracer.shutdown()
             if own:
                 app.state.stores.close()
 
@@ -48,6 +51,7 @@ def create_app(
     app.state.rate_limiter = RateLimiter(settings.rate_limit_per_second, settings.rate_limit_burst)
     app.state.metrics = Metrics()
     app.state.transcriber = Transcriber(settings.whisper_model, settings.data_dir)
+    app.state.tracer = RequestTracer.from_settings(settings)
     if settings.dagster_url:
         app.state.builds = BuildTracker(dagster_graphql_launcher(settings), "dagster-webserver")
     else:
