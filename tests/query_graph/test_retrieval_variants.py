@@ -1,0 +1,98 @@
+"""Retrieval variants on a real index: dense, BM25 (Qdrant sparse and rank-bm25 in memory), hybrid with
+RRF / weighted RRF / DBSF, filters, per-request top_k and variants, and a corrupted shard."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pipelines.profiles import Stores
+from pipelines.settings import Settings
+from query_graph.service import QueryFailed, QueryService
+from tests.query_graph.harbor import Harbor, harbor_index
+
+PORT_Q = "Which port does the harbor dashboard listen on?"
+
+
+@pytest.fixture(scope="module")
+def harbor(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Harbor]:
+    with harbor_index(tmp_path_factory.mktemp("harbor"), request) as index:
+        yield index
+
+
+@pytest.mark.parametrize("retrieval", ["dense", "bm25", "hybrid"])
+def test_each_retrieval_variant_answers_from_the_right_page(harbor: Harbor, retrieval: str) -> None:
+    reply = harbor.service().answer(PORT_Q, variants={"retrieval": retrieval})
+    assert reply["status"] == "answered" and "7420" in reply["answer"]
+    assert reply["citations"][0]["document_id"] == "guide/config.md"
+    assert reply["variants"]["retrieval"] == retrieval
+    ran = set(reply["timings_ms"])
+    retrieved = reply["retrieved"]
+    if retrieval == "dense":
+        assert "bm25_hits" not in ran and all(r["bm25_rank"] is None for r in retrieved)
+    if retrieval == "bm25":
+        assert "dense_hits" not in ran and all(r["dense_rank"] is None for r in retrieved)
+    if retrieval == "hybrid":
+        assert {"dense_hits", "bm25_hits", "fused_candidates"} <= ran
+
+
+def test_memory_bm25_engine_matches_the_sparse_vectors_on_an_identifier(harbor: Harbor) -> None:
+    service = harbor.service()
+    question = "What does retention_days do?"
+    tops = {}
+    for engine in ("qdrant", "memory"):
+        reply = service.answer(question, variants={"retrieval": "bm25", "bm25_engine": engine})
+        tops[engine] = reply["retrieved"][0]["document_id"]
+        assert reply["retrieved"][0]["bm25_score"] > 0
+    assert tops == {"qdrant": "guide/config.md", "memory": "guide/config.md"}
+    service.answer("How long are build logs kept?", variants={"retrieval": "bm25", "bm25_engine": "memory"})
+    assert len(service.back.bm25_memory._engines) == 1, "the in-memory corpus is built once per index version"
+
+
+@pytest.mark.parametrize("fusion", ["rrf", "weighted_rrf", "dbsf"])
+def test_fusion_variants(harbor: Harbor, fusion: str) -> None:
+    reply = harbor.service(fusion_weights=[2.0, 1.0]).answer(PORT_Q, variants={"fusion": fusion})
+    assert reply["status"] == "answered" and reply["retrieved"][0]["document_id"] == "guide/config.md"
+    scores = [r["fused_score"] for r in reply["retrieved"]]
+    assert scores == sorted(scores, reverse=True)
+    if fusion == "dbsf":
+        assert scores[0] > 0.1  # scaled scores, not 1/(k + rank)
+
+
+def test_unknown_variant_is_a_400_listing_the_valid_ones(harbor: Harbor) -> None:
+    service = harbor.service()
+    with pytest.raises(QueryFailed) as info:
+        service.answer(PORT_Q, variants={"retrieval": "colbert"})
+    assert info.value.status == 400 and info.value.code == "unknown_variant"
+    assert "hybrid, dense, bm25" in info.value.message
+    with pytest.raises(QueryFailed) as info:
+        service.answer(PORT_Q, variants={"reranker": "none"})
+    assert "valid nodes" in info.value.message and "rerank" in info.value.message
+    assert set(service.variant_options()) >= {"retrieval", "rerank", "crag", "generator", "verify"}
+
+
+def test_one_driver_per_variant_combination_not_per_request(harbor: Harbor) -> None:
+    service = harbor.service()
+    for _ in range(2):
+        service.answer(PORT_Q)
+        service.answer(PORT_Q, variants={"retrieval": "dense"})
+        service.answer(PORT_Q, variants={"retrieval": "hybrid"})  # the same combination as the defaults
+    assert len(service.back.drivers) == 2
+
+
+def test_language_filter_and_per_request_top_k(harbor: Harbor) -> None:
+    assert harbor.service(language_filter="en").answer(PORT_Q)["status"] == "answered"
+    german_only = harbor.service(language_filter="de").answer(PORT_Q)
+    assert german_only["status"] == "no_answer" and german_only["retrieved"] == []
+    assert len(harbor.service().answer(PORT_Q, top_k=2)["retrieved"]) == 2
+
+
+def test_corrupted_shard_is_503_not_no_answer(settings: Settings, stores: Stores, built) -> None:  # type: ignore[no-untyped-def]
+    shard = Path(built.summary["location"])
+    for path in [shard / "edge_config.json", *shard.glob("segments/*/segment.json")]:
+        path.write_bytes(b"\x00garbage\xff" * 64)
+    with pytest.raises(QueryFailed) as info:
+        QueryService(settings, stores).answer(PORT_Q)
+    assert info.value.status == 503 and info.value.code == "retrieval_unavailable"
