@@ -1,0 +1,78 @@
+// The operator console: index versions (activate = rollback), per-node latency, cache hit rates,
+// guardrail blocks, CRAG actions and the latest evaluation results, all from the admin API.
+const $ = (id) => document.getElementById(id);
+const { el } = Ragline;
+Ragline.bindTokenField($("token"));
+
+function table(node, head, rows) {
+  node.textContent = "";
+  node.append(el("tr", {}, ...head.map((h) => el("th", {}, h))));
+  rows.forEach((cells) => node.append(el("tr", {}, ...cells.map((c) => el("td", {}, c)))));
+  if (!rows.length) node.append(el("tr", {}, el("td", { class: "muted" }, "nothing yet")));
+}
+
+function counts(node, values, empty) {
+  node.textContent = "";
+  const entries = Object.entries(values || {});
+  if (!entries.length) return node.append(el("span", { class: "muted" }, empty));
+  node.append(entries.map(([k, v]) => `${k}: ${v}`).join(" · "));
+}
+
+async function activate(version) {
+  try {
+    await Ragline.json("POST", `/v1/admin/index/${encodeURIComponent(version)}/activate`);
+    await refresh();
+  } catch (err) {
+    $("problem").textContent = `activate ${version}: ${err.message}`;
+  }
+}
+
+async function refresh() {
+  $("problem").textContent = "";
+  try {
+    const [versions, stats, evals] = await Promise.all([
+      Ragline.json("GET", "/v1/index/versions"),
+      Ragline.json("GET", "/v1/admin/stats"),
+      Ragline.json("GET", "/v1/admin/evals/latest"),
+    ]);
+    table(
+      $("versions"),
+      ["version", "state", "documents", "chunks", "strategies", "created", ""],
+      versions.versions.map((v) => {
+        const action =
+          v.state === "checked" || v.state === "retired"
+            ? Object.assign(el("button", { class: "secondary", "data-version": v.content_version }, "activate"), {
+                onclick: () => activate(v.content_version),
+              })
+            : "";
+        return [v.content_version, v.state, v.documents, v.chunks, (v.strategies || []).join(", "), v.created_at || "", action];
+      })
+    );
+    table(
+      $("nodes"),
+      ["node", "variant", "requests", "mean ms"],
+      stats.nodes.map((n) => [n.node, n.variant, n.count, n.mean_ms.toFixed(2)])
+    );
+    const lookups = Object.values(stats.cache).reduce((a, b) => a + b, 0);
+    const hits = stats.cache.hit || 0;
+    $("cache").textContent = lookups
+      ? `hit rate ${((100 * hits) / lookups).toFixed(1)} % of ${lookups} lookups · ` +
+        Object.entries(stats.cache_hits).map(([k, v]) => `${k} hits ${v}`).join(" · ")
+      : "no lookups yet";
+    counts($("guardrails"), stats.guardrail_blocks, "no blocks");
+    counts($("crag"), stats.crag_actions, "no CRAG actions");
+    $("evals").textContent = "";
+    if (!evals.file) $("evals").append(el("span", { class: "muted" }, "no evaluation results found"));
+    else
+      $("evals").append(
+        el("div", { class: "muted" }, evals.file),
+        el("pre", {}, JSON.stringify(evals.results, null, 2).slice(0, 4000))
+      );
+  } catch (err) {
+    $("problem").textContent = err.message;
+  }
+}
+
+$("refresh").addEventListener("click", refresh);
+$("token").addEventListener("change", refresh);
+refresh();

@@ -1,0 +1,116 @@
+"""The web pages in a real headless Chromium (Debian's chromium + chromedriver, via selenium): ask a
+question and see a cited, streamed answer with its timings; open the console and see the versions."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+from collections.abc import Iterator
+
+import pytest
+import uvicorn
+from selenium import webdriver
+from selenium.webdriver.chrome.service import Service
+from selenium.webdriver.common.by import By
+from selenium.webdriver.common.keys import Keys
+from selenium.webdriver.support import expected_conditions as ec
+from selenium.webdriver.support.ui import WebDriverWait
+
+from server.app import create_app
+from tests.server.conftest import ServerEnv
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+@pytest.fixture
+def live_url(server_env: ServerEnv) -> Iterator[str]:
+    """The app on a real loopback port (the browser cannot reach a TestClient)."""
+    port = free_port()
+    server = uvicorn.Server(
+        uvicorn.Config(
+            create_app(server_env.settings, server_env.stores), host="127.0.0.1", port=port, log_level="warning"
+        )
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert server.started, "uvicorn did not start"
+    yield f"http://127.0.0.1:{port}"
+    server.should_exit = True
+    thread.join(timeout=30)
+
+
+@pytest.fixture
+def browser() -> Iterator[webdriver.Chrome]:
+    options = webdriver.ChromeOptions()
+    options.binary_location = "/usr/bin/chromium"
+    for flag in (
+        "--headless=new",
+        "--no-sandbox",
+        "--disable-gpu",
+        "--disable-background-networking",
+        "--disable-dev-shm-usage",
+    ):
+        options.add_argument(flag)
+    driver = webdriver.Chrome(options=options, service=Service("/usr/bin/chromedriver"))
+    driver.set_page_load_timeout(60)
+    yield driver
+    driver.quit()
+
+
+def test_chat_and_console_in_a_real_browser(live_url: str, browser: webdriver.Chrome, server_env: ServerEnv) -> None:
+    wait = WebDriverWait(browser, 60)
+    browser.get(live_url + "/")
+    token = browser.find_element(By.ID, "token")
+    token.send_keys("test-token", Keys.TAB)  # `change` stores it for the page's requests
+    browser.find_element(By.ID, "question").send_keys("Which port does the harbor dashboard listen on?")
+    browser.find_element(By.ID, "ask").click()
+
+    wait.until(ec.text_to_be_present_in_element((By.ID, "status"), "answered"))
+    assert "7420" in browser.find_element(By.ID, "answer").text
+    assert browser.find_elements(By.CSS_SELECTOR, "#answer .sentence .cite")
+    citations = browser.find_elements(By.CSS_SELECTOR, "#citations li")
+    assert citations and "config.md" in citations[0].text
+    bar = browser.find_elements(By.CSS_SELECTOR, "#timing-bar div")
+    assert len(bar) >= 3 and all(part.get_attribute("title").endswith(" ms") for part in bar)
+    citations[0].click()
+    wait.until(ec.text_to_be_present_in_element((By.ID, "passage"), "7420"))
+
+    browser.get(live_url + "/console")
+    token = browser.find_element(By.ID, "token")
+    token.clear()
+    token.send_keys(server_env.admin_token, Keys.TAB)
+    wait.until(ec.text_to_be_present_in_element((By.ID, "versions"), server_env.version))
+    versions = browser.find_element(By.ID, "versions").text
+    assert "active" in versions
+    wait.until(ec.text_to_be_present_in_element((By.ID, "nodes"), "exact_cache_lookup"))
+    assert "hit rate" in browser.find_element(By.ID, "cache").text
+    assert browser.find_element(By.ID, "problem").text == ""
+
+
+def test_passage_route_opens_a_citation(server_env: ServerEnv) -> None:
+    from fastapi.testclient import TestClient
+
+    with TestClient(create_app(server_env.settings, server_env.stores)) as client:
+        auth = {"Authorization": "Bearer test-token"}
+        reply = client.post(
+            "/v1/query", json={"question": "Which port does the harbor dashboard listen on?"}, headers=auth
+        )
+        chunk_id = reply.json()["citations"][0]["chunk_id"]
+        passage = client.get(f"/v1/passages/{chunk_id}", headers=auth).json()
+        assert (
+            passage["chunk_id"] == chunk_id
+            and "7420" in passage["text"]
+            and passage["document_id"] == "guide/config.md"
+        )
+        missing = client.get("/v1/passages/nope", headers=auth)
+        assert missing.status_code == 404 and missing.json()["error"]["code"] == "not_found"
+        assert client.get("/").headers["content-type"].startswith("text/html")
+        assert "ragline console" in client.get("/console").text
