@@ -139,6 +139,28 @@ class Settings(BaseSettings):
         "remove", description="What happens to an unsupported citation: removed (with its sentence) or flagged."
     )
 
+    # Query graph, front (issue 4): guardrails, clarify, caches, topic gate, calibration.
+    language_gate: Literal["refuse", "route", "off"] = Field(
+        "refuse",
+        description="A question in a language the index lacks: refused, routed on (cross-lingual retrieval), or not checked.",
+    )
+    language_min_confidence: float = Field(
+        0.5, description="Least language-id confidence for the language gate to act on a question."
+    )
+    clarify_vague: bool = Field(
+        True, description="Answer a vague question (no subject named) with `clarify` and a question."
+    )
+    semantic_cache: bool = Field(True, description="Use the semantic cache (needs a threshold, calibrated or set).")
+    semantic_cache_threshold: float | None = Field(
+        None, description="Least cosine similarity for a semantic-cache hit; unset: the calibrated value, else off."
+    )
+    topic_floor: float | None = Field(
+        None, description="Topic gate: least cosine similarity to the corpus centroid; unset: calibrated, else off."
+    )
+    calibration_file: Path | None = Field(
+        None, description="Calibration JSON written by `ragline calibrate` (default: calibration.json in the data dir)."
+    )
+
     # HTTP service (issue 5): auth, limits, admin, voice, tracing.
     rate_limit_per_second: float = Field(
         20.0, description="Sustained requests per second allowed per access token (0 disables the limit)."

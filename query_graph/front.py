@@ -1,0 +1,186 @@
+"""The front of the query graph, run stage by stage so that each early exit skips everything behind it.
+
+    guardrails (+ clarify) -> exact cache -> query embedding + topic gate -> semantic cache -> answer phase
+
+Each stage is one `driver.execute` of the same Hamilton graph; what a stage computed is handed to the
+next ones as overrides, so no node runs twice (the answer phase reuses the query embedding). A refusal
+or a clarification returns before any cache, model or store is touched, a cache hit before any model,
+and an off-topic question after one embedding and one dot product. Refusals, clarifications and
+topic-gate abstentions are never cached.
+"""
+
+from __future__ import annotations
+
+import threading
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+import structlog
+from hamilton import driver
+
+from pipelines.cache_redis import CacheUnavailable
+from pipelines.calibration_file import apply_calibration
+from pipelines.guardrails import Verdict
+from pipelines.ports import Cache, Embedder, VectorIndex
+from pipelines.registry import IndexVersion
+from pipelines.semantic_cache import SemanticCacheUnavailable, key_terms, open_semantic_cache
+from pipelines.settings import Settings
+from pipelines.topic_gate import Centroids, GateDecision
+from pipelines.vagueness import Vagueness, clarifying_question
+from query_graph.cache import CacheLookup, SemanticSetup
+from query_graph.gate import TopicSetup
+
+log = structlog.get_logger(__name__)
+
+FRONT_STAGES: tuple[tuple[str, ...], ...] = (
+    ("guardrail_verdict", "vagueness"),
+    ("cache_namespace", "exact_cache_key", "exact_cache_lookup"),
+    ("query_embedding", "topic_gate"),
+    ("semantic_cache_lookup",),
+)
+NO_ANSWER = "I don't know: the documents do not cover this question."
+_RETRY_SHARD_SECONDS = 60.0
+
+
+@dataclass
+class FrontResult:
+    inputs: dict[str, Any]
+    values: dict[str, Any] = field(default_factory=dict)  # every front node computed so far
+    early: dict[str, Any] | None = None  # the reply, when the front already decided it
+
+    @property
+    def verdict(self) -> Verdict:
+        return self.values["guardrail_verdict"]
+
+    @property
+    def exact(self) -> CacheLookup | None:
+        return self.values.get("exact_cache_lookup")
+
+    @property
+    def cache_status(self) -> str:
+        """hit, semantic_hit, miss, or bypass (Redis down, or the question never reached the cache)."""
+        semantic = self.values.get("semantic_cache_lookup")
+        if semantic is not None and semantic.status == "semantic_hit":
+            return "semantic_hit"
+        return self.exact.status if self.exact is not None else "bypass"
+
+    def details(self) -> dict[str, Any]:
+        """Reply keys the front adds to every reply: guardrail decision, cache detail, topic gate."""
+        out: dict[str, Any] = {"guardrail": self.verdict.as_reply(), "cache": self.cache_status}
+        semantic = self.values.get("semantic_cache_lookup")
+        if self.exact is not None:
+            out["cache_detail"] = {
+                "exact": self.exact.status,
+                "semantic": semantic.status if semantic is not None else "not_reached",
+                "similarity": semantic.similarity if semantic is not None else None,
+            }
+        gate: GateDecision | None = self.values.get("topic_gate")
+        if gate is not None:
+            out["topic_gate"] = gate.as_reply()
+        return out
+
+
+class FrontHalf:
+    """Inputs of the front nodes (calibrated thresholds, centroid, semantic shard) and its stages."""
+
+    def __init__(self, settings: Settings, embedder: Embedder, fingerprint: str, cache: Cache) -> None:
+        applied = apply_calibration(settings, fingerprint)
+        self.settings, self.calibrated, self.calibration_version = applied.settings, applied.values, applied.version
+        self.embedder, self.cache = embedder, cache
+        self.centroids = Centroids(settings.data_dir)
+        self._semantic: dict[str, tuple[float, SemanticSetup]] = {}
+        self._lock = threading.Lock()
+        log.info(
+            "front_thresholds",
+            topic_floor=self.settings.topic_floor,
+            semantic_threshold=self.settings.semantic_cache_threshold,
+            from_calibration=sorted(self.calibrated),
+        )
+
+    def inputs(self, version: IndexVersion, index: VectorIndex) -> dict[str, Any]:
+        s = self.settings
+        centroid = None
+        if s.topic_floor is not None:
+            centroid = self.centroids.get(version.version, s.chunk_strategy, index, self.embedder)
+        return {
+            "max_question_chars": s.max_question_chars,
+            "index_languages": list(version.languages),
+            "language_gate": s.language_gate,
+            "language_min_confidence": s.language_min_confidence,
+            "clarify_vague": s.clarify_vague,
+            "calibration_version": self.calibration_version,
+            "topic_setup": TopicSetup(centroid, s.topic_floor),
+            "semantic_setup": self.semantic_setup(version.version),
+        }
+
+    def semantic_setup(self, version: str) -> SemanticSetup:
+        threshold = self.settings.semantic_cache_threshold
+        if not self.settings.semantic_cache or threshold is None:
+            return SemanticSetup(None, None)
+        with self._lock:
+            known = self._semantic.get(version)
+            if known is not None and (known[1].cache is not None or time.monotonic() - known[0] < _RETRY_SHARD_SECONDS):
+                return known[1]
+            try:
+                shard = open_semantic_cache(self.settings.data_dir / "semantic_cache", version, self.embedder.dimension)
+                setup = SemanticSetup(shard, threshold)
+            except SemanticCacheUnavailable as exc:
+                log.warning("semantic_cache_unavailable", version=version, error=str(exc))
+                setup = SemanticSetup(None, threshold, str(exc))
+            self._semantic[version] = (time.monotonic(), setup)
+            return setup
+
+    def run(self, graph: driver.Driver, inputs: dict[str, Any], overrides: dict[str, Any] | None) -> FrontResult:
+        front = FrontResult(inputs)
+        for stage in FRONT_STAGES:
+            front.values.update(
+                graph.execute(list(stage), inputs=inputs, overrides={**(overrides or {}), **front.values})
+            )
+            front.early = self._early(front, inputs)
+            if front.early is not None:
+                break
+        return front
+
+    def _early(self, front: FrontResult, inputs: dict[str, Any]) -> dict[str, Any] | None:
+        v = front.values
+        verdict: Verdict = v["guardrail_verdict"]
+        base = {"citations": [], "retrieved": [], **front.details()}
+        if not verdict.allowed:
+            return {"status": "refused", "answer": verdict.message, "generator": "guardrails", **base}
+        vague: Vagueness = v["vagueness"]
+        if vague.vague:
+            return {"status": "clarify", "answer": clarifying_question(vague), "generator": "clarify", **base}
+        exact: CacheLookup | None = v.get("exact_cache_lookup")
+        if exact is not None and exact.reply is not None:
+            return {**exact.reply, **front.details()}
+        gate: GateDecision | None = v.get("topic_gate")
+        if gate is not None and not gate.passed:
+            return {"status": "no_answer", "answer": NO_ANSWER, "generator": "topic_gate", **base}
+        semantic: CacheLookup | None = v.get("semantic_cache_lookup")
+        if semantic is not None and semantic.reply is not None:
+            self._store(v["exact_cache_key"], semantic.reply)  # the next identical question is an exact hit
+            return {**semantic.reply, **front.details()}
+        return None
+
+    def remember(self, front: FrontResult, result: dict[str, Any]) -> None:
+        """After the answer phase: an answered question's vector joins the semantic cache."""
+        setup: SemanticSetup = front.inputs["semantic_setup"]
+        semantic: CacheLookup | None = front.values.get("semantic_cache_lookup")
+        if setup.cache is None or semantic is None or semantic.status != "miss" or result.get("status") != "answered":
+            return
+        try:
+            setup.cache.add(
+                front.values["query_embedding"],
+                front.values["cache_namespace"],
+                key_terms(front.inputs["question"]),
+                front.values["exact_cache_key"],
+            )
+        except SemanticCacheUnavailable as exc:
+            log.warning("semantic_cache_store_failed", error=str(exc))
+
+    def _store(self, key: str, reply: dict[str, Any]) -> None:
+        try:
+            self.cache.set(key, reply, self.settings.cache_ttl_seconds)
+        except CacheUnavailable as exc:
+            log.warning("cache_store_failed", error=str(exc))
