@@ -131,7 +131,7 @@ class EdgeShardIndex:
             return []
         try:
             with self._lock:
-                records = self._shard.retrieve([point_id(c) for c in chunk_ids], with_payload=True)
+                records = self._shard.retrieve([point_id(c) for c in chunk_ids], True, False)
         except Exception as exc:
             raise StoreUnavailable(f"retrieve failed on {self.path}: {exc}") from exc
         return [Chunk.from_payload(r.payload or {}) for r in records]

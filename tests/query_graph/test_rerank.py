@@ -1,0 +1,75 @@
+"""Cross-encoder rerank (the packaged ms-marco-MiniLM-L-12-v2 int8 ONNX model) and neighbour expansion."""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Iterator
+from pathlib import Path
+
+import pytest
+
+from pipelines.model_catalogue import CATALOGUE, resolve
+from pipelines.rerank import CrossEncoderReranker, RerankUnavailable
+from query_graph.service import QueryFailed
+from tests.query_graph.harbor import Harbor, harbor_index
+
+RERANKER = "ms-marco-MiniLM-L-12-v2-int8"
+
+
+@pytest.fixture(scope="module")
+def harbor(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Harbor]:
+    with harbor_index(tmp_path_factory.mktemp("harbor"), request) as index:
+        yield index
+
+
+def test_cross_encoder_puts_the_answering_passage_first() -> None:
+    reranker = CrossEncoderReranker(RERANKER)
+    passages = [
+        "Harbor keeps build logs for 14 days.",
+        "The harbor sync command uploads local artefacts to the registry.",
+        "The dashboard listens on port 7420 by default.",
+    ]
+    scores = reranker.scores("Which port does the dashboard listen on?", passages)
+    assert max(range(3), key=lambda i: scores[i]) == 2
+    assert scores[2] > 0 > scores[1]
+
+
+def test_rerank_variant_reorders_and_reports_scores(harbor: Harbor) -> None:
+    reply = harbor.service().answer(
+        "How many times does harbor retry a failed upload?", variants={"rerank": "cross_encoder"}
+    )
+    assert reply["status"] == "answered" and "three times" in reply["answer"]
+    top = reply["retrieved"][0]
+    assert top["document_id"] == "reference/cli.md" and "rerank_score" in top
+    scores = [r["rerank_score"] for r in reply["retrieved"]]
+    assert scores == sorted(scores, reverse=True)
+    assert "reranked_candidates" in reply["timings_ms"]
+    assert reply["crag"]["scale"] == "rerank"
+
+
+def test_altered_reranker_file_is_503_rerank_unavailable(harbor: Harbor, tmp_path: Path) -> None:
+    copy = tmp_path / "reranker"
+    shutil.copytree(resolve(CATALOGUE[RERANKER]), copy)
+    with (copy / "model.onnx").open("r+b") as handle:  # flip bytes inside the weights
+        handle.seek(4096)
+        handle.write(b"\x00\x01\x02\x03" * 16)
+    with pytest.raises(RerankUnavailable, match="sha256"):
+        CrossEncoderReranker(RERANKER, copy)
+    with pytest.raises(QueryFailed) as info:
+        harbor.service(reranker_path=copy).answer("Which port?", variants={"rerank": "cross_encoder"})
+    assert info.value.status == 503 and info.value.code == "rerank_unavailable"
+    (copy / "model.onnx").unlink()
+    with pytest.raises(QueryFailed, match="missing"):
+        harbor.service(reranker_path=copy).answer("Which port?", variants={"rerank": "cross_encoder"})
+
+
+def test_neighbours_join_the_context(harbor: Harbor) -> None:
+    plain = harbor.service().answer("Which port does the harbor dashboard listen on?", top_k=1)
+    expanded = harbor.service(neighbours=True).answer("Which port does the harbor dashboard listen on?", top_k=1)
+    hit = plain["retrieved"][0]
+    extra = [r for r in expanded["retrieved"] if r.get("neighbour_of")]
+    assert len(plain["retrieved"]) == 1 and extra
+    assert all(r["neighbour_of"] == hit["chunk_id"] and r["document_id"] == hit["document_id"] for r in extra)
+    positions = sorted(int(r["chunk_id"].rsplit("-", 1)[1]) for r in extra)
+    hit_position = int(hit["chunk_id"].rsplit("-", 1)[1])
+    assert set(positions) <= {hit_position - 1, hit_position + 1}
