@@ -10,6 +10,7 @@ from collections.abc import Iterator
 import psycopg
 import pytest
 
+from pipelines.chunkers import slugify
 from pipelines.embedded_services import EmbeddedServices
 from pipelines.indexing import BuildRequest
 from pipelines.profiles import open_stores
@@ -78,3 +79,18 @@ def test_docs_answer_real_questions(docs_service: QueryService, question: str, p
     cited = [c["document_id"] for c in reply["citations"]]
     assert reply["status"] == "answered", reply["answer"]
     assert set(pages.split()) & set(cited), f"{question!r} cited {cited}: {reply['answer']}"
+
+
+def test_links_between_pages_point_at_existing_headings() -> None:
+    """`[text](page.md#anchor)` must name a page in docs/ and a heading of it (anchors as the chunker makes them)."""
+    anchors = {
+        page.name: {slugify(h) for h in re.findall(r"^#{1,6}\s+(.*?)\s*$", page.read_text(encoding="utf-8"), re.M)}
+        for page in DOCS.glob("*.md")
+    }
+    broken = []
+    for page in DOCS.glob("*.md"):
+        for target, anchor in re.findall(r"\]\(([\w\-]+\.md)?(?:#([\w\-]+))?\)", page.read_text(encoding="utf-8")):
+            name = target or page.name
+            if name not in anchors or (anchor and anchor not in anchors[name]):
+                broken.append(f"{page.name} -> {name}#{anchor}")
+    assert not broken, f"links to missing pages or headings: {broken}"
