@@ -151,7 +151,7 @@ class AnswerRun:
             present = [v for v in values if v is not None]
             return round(mean(present), 4) if present else None
 
-        judged = [r.judged for r in self.records if r.judged is not None]
+        judged = [r.judged for r in self.records if r.judged is not None and r.judged.error is None]
         out: dict[str, Any] = {
             "reply_kind": kinds,
             "citation_validity": avg([r.citation_validity for r in self.records]),
@@ -163,11 +163,12 @@ class AnswerRun:
             "errors": sum(1 for r in self.records if r.error),
         }
         if judged:
-            control = [r.control for r in self.records if r.control is not None]
+            control = [r.control for r in self.records if r.control is not None and r.control.error is None]
             control_faith = avg([c.faithfulness for c in control])
             out["judge"] = {
                 "model": self.judge_model,
                 "answers_judged": len(judged),
+                "judge_errors": sum(1 for r in self.records if r.judged is not None and r.judged.error),
                 "facts_correct": avg([j.facts_correct for j in judged]),
                 "control": {
                     "answers": len(control),

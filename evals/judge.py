@@ -149,6 +149,10 @@ def check(payload: dict[str, Any], verdict: dict[str, Any], sources: Mapping[str
     return judged
 
 
+class JudgeUnavailable(RuntimeError):
+    """The judge model cannot be reached: the evaluation stops rather than score without it."""
+
+
 class Judge:
     """A judge model reached through litellm (any provider, or an OpenAI-compatible `api_base`)."""
 
@@ -158,17 +162,20 @@ class Judge:
     def complete(self, payload: dict[str, Any]) -> str:
         import litellm
 
-        response = litellm.completion(
-            model=self.model,
-            messages=[
-                {"role": "system", "content": SYSTEM},
-                {"role": "user", "content": json.dumps(payload, ensure_ascii=False)},
-            ],
-            temperature=0,
-            api_base=self.api_base,
-            api_key=self.api_key,
-            timeout=self.timeout,
-        )
+        try:
+            response = litellm.completion(
+                model=self.model,
+                messages=[
+                    {"role": "system", "content": SYSTEM},
+                    {"role": "user", "content": json.dumps(payload, ensure_ascii=False)},
+                ],
+                temperature=0,
+                api_base=self.api_base,
+                api_key=self.api_key,
+                timeout=self.timeout,
+            )
+        except Exception as exc:  # litellm maps every provider failure to its own exception types
+            raise JudgeUnavailable(f"judge {self.model} at {self.api_base or 'its provider'} failed: {exc}") from exc
         return str(response.choices[0].message.content or "")
 
     def judge(self, question: str, answer: str, sources: Mapping[str, str], facts: Sequence[str]) -> JudgedAnswer:
@@ -177,7 +184,7 @@ class Judge:
             verdict = parse_json_object(self.complete(payload))
         except (ValueError, json.JSONDecodeError) as exc:
             log.warning("judge_reply_unusable", error=str(exc))
-            # An unusable verdict supports nothing: every claim counts unsupported, and it is reported.
+            # An unusable verdict is reported and left out of the averages (it says nothing either way).
             return _failed(payload, str(exc))
         return check(payload, verdict, sources)
 

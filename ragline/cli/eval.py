@@ -99,18 +99,15 @@ def opened_index(settings: Settings) -> Iterator[OpenedIndex]:
         stores.close()
 
 
-def rerank_scorer() -> Any:
-    """The cross-encoder of `pipelines.rerank` as a (question, chunks) -> scores function, or None."""
-    try:
-        from pipelines import rerank
-    except ImportError:
-        return None
-    reranker = rerank.load_reranker() if hasattr(rerank, "load_reranker") else None
-    if reranker is None:
-        return None
+def rerank_scorer(settings: Settings) -> Any:
+    """The query graph's cross-encoder (`pipelines.rerank`) as a (question, chunks) -> scores function;
+    it reads what the generator would see, as the query graph's rerank node does."""
+    from pipelines.rerank import CrossEncoderReranker
+
+    reranker = CrossEncoderReranker(settings.reranker_model, settings.reranker_path, settings.rerank_max_tokens)
 
     def score(question: str, chunks: Sequence[Any]) -> list[float]:
-        return list(reranker.score(question, [rerank.rerank_text(c) for c in chunks]))
+        return list(reranker.scores(question, [c.generation_text for c in chunks]))
 
     return score
 
@@ -146,23 +143,25 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
         settings = eval_settings(base, args.source, args.include, args.exclude, args.strategy, args.embedding_model)
         questions = _golden(args.golden)
         modes = _modes(args.modes)
-        scorer = rerank_scorer() if "hybrid+rerank" in modes else None
+        scorer = rerank_scorer(base) if "hybrid+rerank" in modes else None
         with opened_index(settings) as opened:
             setup = SearchSetup(
                 index=opened.index,
                 strategy=settings.chunk_strategy,
                 candidates=settings.candidates,
                 rrf_k=settings.rrf_k,
-                fusion=args.fusion,
+                fusion=args.fusion or base.fusion,
+                fusion_weights=(base.fusion_weights[0], base.fusion_weights[1]),
                 rerank=scorer,
+                rerank_depth=base.rerank_depth,
             )
             run = evaluate_retrieval(questions, modes, load_embedder(settings.embedding_model), setup, opened.info)
-    except (ValueError, OSError) as exc:
+    except (ValueError, OSError, RuntimeError) as exc:  # RuntimeError: a failed build, reranker or judge
         print(f"ragline eval: {exc}", file=sys.stderr)
         return 1
     report = run.report()
     report["index"]["embedding_model"] = settings.embedding_model
-    report["index"]["fusion"] = args.fusion
+    report["index"]["fusion"] = args.fusion or base.fusion
     _write(args.out, report)
     return 0
 
@@ -182,17 +181,24 @@ def cmd_eval_beir(args: argparse.Namespace) -> int:
         info = build_or_reuse(
             data, folder, model, base.chunk_target_tokens, base.chunk_max_tokens, lambda p, d: EdgeShardWriter(p, d)
         )
-        scorer = rerank_scorer() if "hybrid+rerank" in modes else None
+        scorer = rerank_scorer(base) if "hybrid+rerank" in modes else None
         index = EdgeShardIndex(folder / info["key"] / "shard")
         try:
             setup = SearchSetup(
-                index=index, strategy=None, candidates=100, rrf_k=base.rrf_k, fusion=args.fusion, rerank=scorer
+                index=index,
+                strategy=None,
+                candidates=100,
+                rrf_k=base.rrf_k,
+                fusion=args.fusion or base.fusion,
+                fusion_weights=(base.fusion_weights[0], base.fusion_weights[1]),
+                rerank=scorer,
+                rerank_depth=base.rerank_depth,
             )
-            info = {**info, "qrels": str(args.qrels or Path(args.data) / "qrels" / "test.tsv"), "fusion": args.fusion}
+            info = {**info, "qrels": str(args.qrels or Path(args.data) / "qrels" / "test.tsv"), "fusion": setup.fusion}
             run = evaluate_beir(data, modes, model, index, setup, info)
         finally:
             index.close()
-    except (ValueError, OSError) as exc:
+    except (ValueError, OSError, RuntimeError) as exc:  # RuntimeError: a failed build, reranker or judge
         print(f"ragline eval: {exc}", file=sys.stderr)
         return 1
     _write(args.out, run.report())
@@ -240,7 +246,7 @@ def cmd_eval_answers(args: argparse.Namespace) -> int:
         questions = _golden(args.golden)
         with opened_index(settings) as opened:
             run = _answer_run(settings, opened, questions, _judge(args))
-    except (ValueError, OSError) as exc:
+    except (ValueError, OSError, RuntimeError) as exc:  # RuntimeError: a failed build, reranker or judge
         print(f"ragline eval: {exc}", file=sys.stderr)
         return 1
     report = run.report()
@@ -263,7 +269,7 @@ def cmd_eval_ab(args: argparse.Namespace) -> int:
                 for variant, label in zip(node.variants, node.labels(), strict=True):
                     print(f"ragline eval: variant {label} ...", file=sys.stderr, flush=True)
                     runs[label] = _answer_run(_with(settings, **{node.node: variant}), opened, questions, None)
-    except (ValueError, OSError) as exc:
+    except (ValueError, OSError, RuntimeError) as exc:  # RuntimeError: a failed build, reranker or judge
         print(f"ragline eval: {exc}", file=sys.stderr)
         return 1
     report = {"index": opened.info, **ab_report(runs, nodes)}
@@ -296,7 +302,9 @@ def register(commands: Any) -> None:
     retrieval = actions.add_parser("retrieval", help="score retrieval modes on golden questions")
     _source_args(retrieval)
     retrieval.add_argument("--modes", default="dense,bm25,hybrid,hybrid+rerank")
-    retrieval.add_argument("--fusion", default="rrf", help="fusion of the hybrid modes: rrf, weighted_rrf, dbsf")
+    retrieval.add_argument(
+        "--fusion", help="fusion of the hybrid modes: rrf, weighted_rrf, dbsf (default: RAGLINE_FUSION)"
+    )
     retrieval.add_argument("--out", required=True)
     retrieval.set_defaults(func=cmd_eval_retrieval)
 
@@ -304,7 +312,7 @@ def register(commands: Any) -> None:
     beir.add_argument("--data", required=True, help="folder with corpus.jsonl, queries.jsonl, qrels/")
     beir.add_argument("--qrels", help="qrels TSV to score (default: DATA/qrels/test.tsv)")
     beir.add_argument("--modes", default="dense,bm25,hybrid,hybrid+rerank")
-    beir.add_argument("--fusion", default="rrf", help="fusion of the hybrid modes: rrf, weighted_rrf, dbsf")
+    beir.add_argument("--fusion", help="fusion of the hybrid modes: rrf, weighted_rrf, dbsf (default: RAGLINE_FUSION)")
     beir.add_argument("--embedding-model", help="embedder (default: RAGLINE_EMBEDDING_MODEL)")
     beir.add_argument("--out", required=True)
     beir.set_defaults(func=cmd_eval_beir)

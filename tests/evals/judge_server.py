@@ -3,7 +3,7 @@
 It reads the JSON request `evals.judge` sends and, for each statement, quotes the statement itself
 from the first cited passage that contains it (no quote when none does), as an honest judge would.
 Under the path prefix `/liar` it instead invents a quote for every claim, so the test can show the
-code refuses quotes that are not in the passage.
+code refuses quotes that are not in the passage; under `/garbage` it answers prose, not JSON.
 """
 
 from __future__ import annotations
@@ -44,6 +44,8 @@ class _Handler(BaseHTTPRequestHandler):
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
         payload = json.loads(body["messages"][-1]["content"])
         content = "```json\n" + json.dumps(verdict(payload, self.path.startswith("/liar"))) + "\n```"
+        if self.path.startswith("/garbage"):
+            content = "The answer looks fine to me."
         reply = {
             "id": "chatcmpl-judge",
             "object": "chat.completion",
