@@ -2,14 +2,25 @@
 
 from __future__ import annotations
 
+import shutil
 import time
 from dataclasses import dataclass
 from typing import Any
 
-from dagster import DagsterInstance, materialize
+from dagster import AssetSelection, DagsterInstance, materialize
 
-from assets.ingestion import INGESTION_ASSETS, INGESTION_CHECKS
+from assets.ingestion import (
+    INGESTION_ASSETS,
+    INGESTION_CHECKS,
+    active_index,
+    chunks,
+    clean_documents,
+    embeddings,
+    shadow_collection,
+    source_documents,
+)
 from assets.resources import IngestionEnv
+from assets.storage import PickleFolderIOManager
 from pipelines import indexing
 from pipelines.indexing import BuildRequest
 from pipelines.profiles import Stores
@@ -49,36 +60,61 @@ def planned_version(request: BuildRequest) -> str:
     return indexing.version_of(request, indexing.fetch_documents(request))
 
 
+def _failure(version: str, result: Any) -> str:
+    failures = [
+        str(event.event_specific_data.error.message).strip()  # type: ignore[union-attr]
+        for event in result.all_events
+        if event.is_step_failure
+    ]
+    checks = [
+        f"{e.asset_check_evaluation_data.check_name} failed"  # type: ignore[union-attr]
+        for e in result.all_events
+        if e.event_type_value == "ASSET_CHECK_EVALUATION" and not e.asset_check_evaluation_data.passed  # type: ignore[union-attr]
+    ]
+    return f"index build {version} failed: {'; '.join(failures + checks) or 'see the Dagster run'}"
+
+
 def build_index(settings: Settings, stores: Stores, request: BuildRequest, force: bool = False) -> BuildOutcome:
+    """Materialise the graph for `request`: documents, one `chunks` partition per requested strategy, then
+    embeddings to activation. A run materialises one partition, so this is 2 + len(strategies) runs
+    sharing values through a per-build folder; a failed run (or blocking check) stops the build."""
     started = time.perf_counter()
-    documents = indexing.fetch_documents(request)
+    documents = indexing.fetch_documents(request, settings.data_dir, indexing.fetch_policy(settings))
     version = indexing.version_of(request, documents)
     active = stores.registry.active()
     if active is not None and active.version == version and not force:
         return BuildOutcome(version, False, None, time.perf_counter() - started, active.summary())
-    env = IngestionEnv(settings, request, stores)
-    with dagster_instance(settings) as instance:
-        result = materialize(
-            [*INGESTION_ASSETS, *INGESTION_CHECKS],
-            instance=instance,
-            resources={"ragline": env},
-            raise_on_error=False,
-            tags={"ragline/version": version, "ragline/source": request.source},
-        )
-    if not result.success:
-        current = stores.registry.get(version)
-        if current is not None and current.state in ("building", "checked"):
-            stores.registry.update(version, state="failed")
-        failures = [
-            str(event.event_specific_data.error.message).strip()  # type: ignore[union-attr]
-            for event in result.all_events
-            if event.is_step_failure
-        ]
-        checks = [
-            f"{e.asset_check_evaluation_data.check_name} failed"  # type: ignore[union-attr]
-            for e in result.all_events
-            if e.event_type_value == "ASSET_CHECK_EVALUATION" and not e.asset_check_evaluation_data.passed  # type: ignore[union-attr]
-        ]
-        raise BuildFailed(f"index build {version} failed: {'; '.join(failures + checks) or 'see the Dagster run'}")
+    env = IngestionEnv(settings, request, stores, prefetched=documents)
+    folder = settings.dagster_dir / "io" / version
+    resources = {"ragline": env, "io_manager": PickleFolderIOManager(base_dir=str(folder))}
+    definitions = [*INGESTION_ASSETS, *INGESTION_CHECKS]
+    tags = {"ragline/version": version, "ragline/source": request.source}
+    steps: list[tuple[AssetSelection, str | None]] = [(AssetSelection.assets(source_documents, clean_documents), None)]
+    steps += [(AssetSelection.assets(chunks), strategy) for strategy in request.strategies]
+    steps.append((AssetSelection.assets(embeddings, shadow_collection, active_index), None))
+    result = None
+    try:
+        with dagster_instance(settings) as instance:
+            for selection, partition in steps:
+                result = materialize(
+                    definitions,
+                    selection=selection,
+                    partition_key=partition,
+                    instance=instance,
+                    resources=resources,
+                    raise_on_error=False,
+                    tags=tags,
+                )
+                if not result.success:
+                    current = stores.registry.get(version)
+                    if current is not None and current.state in ("building", "checked"):
+                        stores.registry.update(version, state="failed")
+                    raise BuildFailed(_failure(version, result))
+    finally:
+        shutil.rmtree(folder, ignore_errors=True)  # intermediate values of this build only
+    assert result is not None
+    seconds = time.perf_counter() - started
+    stores.registry.merge(version, timings={"build_seconds": round(seconds, 3)})
     summary = result.output_for_node("active_index")
-    return BuildOutcome(version, True, result.run_id, time.perf_counter() - started, summary)
+    summary["timings"] = {**summary.get("timings", {}), "build_seconds": round(seconds, 3)}
+    return BuildOutcome(version, True, result.run_id, seconds, summary)

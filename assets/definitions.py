@@ -1,17 +1,86 @@
-"""The code location `dagster dev` loads (see `workspace.yaml`)."""
+"""The code location `dagster dev` loads (see `workspace.yaml`): assets, checks, the build job, a schedule
+(off by default) and a sensor that notices a changed local source (off by default)."""
 
-from __future__ import annotations
+from dagster import (
+    DefaultScheduleStatus,
+    DefaultSensorStatus,
+    Definitions,
+    OpExecutionContext,
+    RunRequest,
+    ScheduleDefinition,
+    SensorEvaluationContext,
+    SkipReason,
+    define_asset_job,
+    job,
+    op,
+    sensor,
+)
 
-from dagster import Definitions, define_asset_job
-
-from assets.ingestion import INGESTION_ASSETS, INGESTION_CHECKS
+from assets.build import build_index
+from assets.ingestion import INGESTION_ASSETS, INGESTION_CHECKS, STRATEGY_PARTITIONS
 from assets.resources import IngestionResource
+from assets.storage import PickleFolderIOManager
+from pipelines.settings import Settings
+from pipelines.sources import source_fingerprint
 
-index_build_job = define_asset_job("index_build", selection="*active_index")
+SETTINGS = Settings()
+
+# By hand in the UI: materialise documents, backfill the `chunks` partitions, then the rest.
+documents_job = define_asset_job("documents", selection=["source_documents", "clean_documents"])
+chunks_job = define_asset_job("chunks_by_strategy", selection=["chunks"], partitions_def=STRATEGY_PARTITIONS)
+rest_job = define_asset_job("embed_and_activate", selection=["embeddings", "shadow_collection", "active_index"])
+
+
+@op(required_resource_keys={"ragline"})
+def build_configured_index(context: OpExecutionContext) -> None:
+    """The whole build, as `ragline index build` runs it: one run per stage, all recorded in this instance.
+
+    A schedule or sensor cannot chain a partitioned run and the runs after it, so they launch this."""
+    env = context.resources.ragline.env
+    outcome = build_index(env.settings, env.stores, env.request)
+    context.log.info(f"{'built' if outcome.built else 'unchanged'}: {outcome.version} in {outcome.seconds:.1f} s")
+
+
+@job(resource_defs={"ragline": IngestionResource()})
+def index_build() -> None:
+    build_configured_index()
+
+
+index_build_job = index_build
+
+index_build_schedule = ScheduleDefinition(
+    name="index_build_schedule",
+    job=index_build_job,
+    cron_schedule=SETTINGS.build_schedule_cron,
+    default_status=DefaultScheduleStatus.RUNNING if SETTINGS.build_schedule_enabled else DefaultScheduleStatus.STOPPED,
+    description="Rebuild the index on RAGLINE_BUILD_SCHEDULE_CRON (RAGLINE_BUILD_SCHEDULE_ENABLED turns it on).",
+)
+
+
+@sensor(
+    job=index_build_job,
+    minimum_interval_seconds=60,
+    default_status=DefaultSensorStatus.RUNNING if SETTINGS.source_sensor_enabled else DefaultSensorStatus.STOPPED,
+    description="Requests a build when the local source directory's files change (ids, sizes, mtimes).",
+)
+def source_changed_sensor(context: SensorEvaluationContext) -> RunRequest | SkipReason:
+    fingerprint = source_fingerprint(SETTINGS)
+    if fingerprint is None:
+        return SkipReason("the source is not a local directory")
+    if fingerprint == context.cursor:
+        return SkipReason("the source has not changed")
+    context.update_cursor(fingerprint)
+    return RunRequest(run_key=fingerprint)
+
 
 defs = Definitions(
     assets=INGESTION_ASSETS,
     asset_checks=INGESTION_CHECKS,
-    jobs=[index_build_job],
-    resources={"ragline": IngestionResource()},
+    jobs=[index_build_job, documents_job, chunks_job, rest_job],
+    schedules=[index_build_schedule],
+    sensors=[source_changed_sensor],
+    resources={
+        "ragline": IngestionResource(),
+        "io_manager": PickleFolderIOManager(base_dir=str(SETTINGS.dagster_dir / "io" / "ui")),
+    },
 )

@@ -1,4 +1,10 @@
-"""Ingestion assets: source documents to an active index. Each asset is a thin shell over `pipelines`."""
+"""Ingestion assets: source documents to an active index. Each asset is a thin shell over `pipelines`.
+
+`chunks` is partitioned by strategy (one partition per name in `pipelines.chunkers.STRATEGIES`);
+`embeddings` and `shadow_collection` read every partition that was built and keep the strategies
+the build asked for. Blocking checks sit beside the asset they judge; their logic is in
+`pipelines.index_checks`, their results go to the Dagster UI and the registry's `checks` column.
+"""
 
 import time
 from typing import Any
@@ -7,18 +13,22 @@ from dagster import (
     AssetCheckExecutionContext,
     AssetCheckResult,
     AssetExecutionContext,
+    AssetIn,
     MetadataValue,
+    StaticPartitionsDefinition,
     asset,
     asset_check,
 )
 
 from assets.resources import IngestionEnv, IngestionResource
-from pipelines import indexing
+from pipelines import index_checks, indexing
+from pipelines.chunkers import STRATEGIES
 from pipelines.documents import Chunk, Document
 from pipelines.embedders import load_embedder
 from pipelines.registry import IndexVersion
 
 GROUP = "ingestion"
+STRATEGY_PARTITIONS = StaticPartitionsDefinition(list(STRATEGIES))
 
 
 def _env(context: Any) -> IngestionEnv:
@@ -27,67 +37,138 @@ def _env(context: Any) -> IngestionEnv:
     return resource.env if isinstance(resource, IngestionResource) else resource
 
 
+def _record(env: IngestionEnv, documents: list[Document], results: dict[str, Any], seconds: float, step: str) -> None:
+    """Keep check results and their time in the registry row of this content version."""
+    version = indexing.version_of(env.request, documents)
+    env.stores.registry.merge(version, checks=results, timings={f"check_{step}_seconds": round(seconds, 3)})
+
+
+def _result(results: dict[str, Any], **metadata: Any) -> AssetCheckResult:
+    failed = sorted(name for name, r in results.items() if not r["passed"])
+    return AssetCheckResult(
+        passed=not failed,
+        metadata={
+            "failed": ", ".join(failed) or "none",
+            "results": MetadataValue.json(results),
+            **metadata,
+        },
+    )
+
+
 @asset(group_name=GROUP, required_resource_keys={"ragline"})
 def source_documents(context: AssetExecutionContext) -> list[Document]:
     """Every document of the source, with its id (path relative to the source root) and content hash."""
     env = _env(context)
-    documents = indexing.fetch_documents(env.request)
-    context.add_output_metadata({"documents": len(documents), "source": env.request.source})
-    return documents
-
-
-@asset(group_name=GROUP)
-def clean_documents(context: AssetExecutionContext, source_documents: list[Document]) -> list[Document]:
-    """Documents with markup resolved, titles found and language detected."""
-    documents = indexing.clean_documents(source_documents)
-    languages: dict[str, int] = {}
-    for d in documents:
-        languages[d.language] = languages.get(d.language, 0) + 1
-    context.add_output_metadata({"documents": len(documents), "languages": MetadataValue.json(languages)})
+    started = time.perf_counter()
+    documents = (
+        env.prefetched
+        if env.prefetched is not None
+        else indexing.fetch_documents(env.request, env.settings.data_dir, indexing.fetch_policy(env.settings))
+    )
+    context.add_output_metadata(
+        {"documents": len(documents), "source": env.request.source, "seconds": round(time.perf_counter() - started, 2)}
+    )
     return documents
 
 
 @asset(group_name=GROUP, required_resource_keys={"ragline"})
-def chunks(context: AssetExecutionContext, clean_documents: list[Document]) -> list[Chunk]:
-    """Chunks of every configured strategy."""
+def clean_documents(context: AssetExecutionContext, source_documents: list[Document]) -> list[Document]:
+    """Documents with markup resolved, titles found and language detected; the version is registered `building`."""
     env = _env(context)
-    out: list[Chunk] = []
-    for strategy in env.request.strategies:
-        out.extend(indexing.chunk_documents(clean_documents, env.request, strategy))
+    started = time.perf_counter()
+    documents = indexing.clean_documents(
+        source_documents,
+        language_from_folder=env.settings.language_from_folder,
+        root=indexing.source_root(env.request, env.settings.data_dir),
+    )
+    seconds = time.perf_counter() - started
+    indexing.register_building(env.stores, env.request, documents, {"clean_seconds": round(seconds, 3)})
+    languages: dict[str, int] = {}
+    for d in documents:
+        languages[d.language] = languages.get(d.language, 0) + 1
+    context.add_output_metadata(
+        {"documents": len(documents), "languages": MetadataValue.json(languages), "seconds": round(seconds, 2)}
+    )
+    return documents
+
+
+@asset_check(
+    asset=clean_documents,
+    blocking=True,
+    required_resource_keys={"ragline"},
+    description="Every document's language is in the configured set (RAGLINE_LANGUAGES).",
+)
+def languages_allowed(context: AssetCheckExecutionContext, clean_documents: list[Document]) -> AssetCheckResult:
+    env = _env(context)
+    started = time.perf_counter()
+    results = {"document_languages_allowed": index_checks.document_languages(clean_documents, env.settings.languages)}
+    _record(env, clean_documents, results, time.perf_counter() - started, "languages")
+    return _result(results)
+
+
+@asset(group_name=GROUP, required_resource_keys={"ragline"}, partitions_def=STRATEGY_PARTITIONS)
+def chunks(context: AssetExecutionContext, clean_documents: list[Document]) -> list[Chunk]:
+    """The chunks of one strategy (this partition), for every clean document."""
+    env = _env(context)
+    strategy = context.partition_key
+    started = time.perf_counter()
+    out = indexing.chunk_documents(clean_documents, env.request, strategy)
+    seconds = time.perf_counter() - started
     tokens = sum(c.token_count for c in out)
-    context.add_output_metadata({"chunks": len(out), "tokens": tokens, "strategies": ", ".join(env.request.strategies)})
+    indexing.record_timing(env.stores, env.request, clean_documents, {f"chunk_{strategy}_seconds": round(seconds, 3)})
+    context.add_output_metadata(
+        {
+            "strategy": strategy,
+            "chunks": len(out),
+            "tokens": tokens,
+            "max_tokens": max((c.token_count for c in out), default=0),
+            "seconds": round(seconds, 2),
+            "chunks_per_s": round(len(out) / seconds, 1) if seconds else 0.0,
+        }
+    )
     return out
 
 
 @asset_check(
     asset=chunks,
     blocking=True,
+    partitions_def=STRATEGY_PARTITIONS,
     required_resource_keys={"ragline"},
-    description="Chunks exist, have unique ids, are not empty and fit the token limit.",
+    additional_ins={"clean_documents": AssetIn("clean_documents")},
+    description="No text lost (every sentence is in some chunk); ids unique; none empty or over the token "
+    "limit; languages in the configured set (a Great Expectations suite).",
 )
-def chunks_are_sound(context: AssetCheckExecutionContext, chunks: list[Chunk]) -> AssetCheckResult:
+def chunks_are_sound(
+    context: AssetCheckExecutionContext, chunks: list[Chunk], clean_documents: list[Document]
+) -> AssetCheckResult:
     env = _env(context)
-    results = indexing.check_chunks(chunks, env.request.max_tokens)
-    return AssetCheckResult(
-        passed=all(r["passed"] for r in results.values()), metadata={"results": MetadataValue.json(results)}
-    )
+    started = time.perf_counter()
+    results = index_checks.chunk_suite_checks(chunks, env.request.max_tokens, env.settings.languages)
+    results["no_text_lost"] = index_checks.lost_text(clean_documents, chunks)
+    strategy = chunks[0].strategy if chunks else "none"
+    keyed = {f"{name}[{strategy}]": value for name, value in results.items()}
+    _record(env, clean_documents, keyed, time.perf_counter() - started, f"chunks_{strategy}")
+    return _result(results, strategy=strategy)
 
 
 @asset(group_name=GROUP, required_resource_keys={"ragline"})
-def embeddings(context: AssetExecutionContext, chunks: list[Chunk]) -> indexing.Embeddings:
-    """Dense vectors (reused from the embedding cache when text and fingerprint are unchanged) and BM25 vectors."""
+def embeddings(context: AssetExecutionContext, chunks: dict[str, list[Chunk]]) -> indexing.Embeddings:
+    """Dense vectors (reused from the embedding cache when text and fingerprint are unchanged) and BM25 vectors
+    of the chunks of every strategy the build asked for."""
     env = _env(context)
+    selected = indexing.gather_chunks(chunks, env.request.strategies)
     last = [0.0]
 
     def progress(done: int, total: int) -> None:
         if time.monotonic() - last[0] > 5 or done == total:
             last[0] = time.monotonic()
-            context.log.info(f"embedded {done}/{total} chunks")
+            context.log.info(f"embedded {done}/{total} new chunks")
 
-    result = indexing.embed_chunks(chunks, env.request, env.settings.data_dir / "embedding_cache.sqlite", progress)
+    result = indexing.embed_chunks(selected, env.request, env.settings.data_dir / "embedding_cache.sqlite", progress)
     rate = result.computed / result.seconds if result.seconds else 0.0
     context.add_output_metadata(
         {
+            "chunks": len(selected),
             "computed": result.computed,
             "reused": result.reused,
             "seconds": round(result.seconds, 2),
@@ -101,52 +182,36 @@ def embeddings(context: AssetExecutionContext, chunks: list[Chunk]) -> indexing.
     asset=embeddings,
     blocking=True,
     required_resource_keys={"ragline"},
-    description="Vectors are finite, of the model's dimension and normalised.",
+    description="Vectors are finite, of the model's dimension, normalised, one per chunk.",
 )
 def embeddings_are_sound(context: AssetCheckExecutionContext, embeddings: indexing.Embeddings) -> AssetCheckResult:
     env = _env(context)
-    results = indexing.check_embeddings(embeddings, load_embedder(env.request.embedding_model).dimension)
-    return AssetCheckResult(
-        passed=all(r["passed"] for r in results.values()), metadata={"results": MetadataValue.json(results)}
-    )
+    dimension = load_embedder(env.request.embedding_model).dimension
+    results = index_checks.embedding_checks(embeddings.dense, len(embeddings.sparse), dimension)
+    return _result(results)
 
 
 @asset(group_name=GROUP, required_resource_keys={"ragline"})
 def shadow_collection(
     context: AssetExecutionContext,
-    source_documents: list[Document],
     clean_documents: list[Document],
-    chunks: list[Chunk],
+    chunks: dict[str, list[Chunk]],
     embeddings: indexing.Embeddings,
 ) -> IndexVersion:
-    """A new shard (or collection) for this content version, registered as `building`, then `checked`."""
+    """A new shard (or collection) for this content version holding every strategy's chunks; `checked` when
+    its point count equals the chunk count."""
     env = _env(context)
-    stores = env.stores
-    version = indexing.version_of(env.request, source_documents)
-    location = stores.location_for(version)
-    record = indexing.new_version_record(version, env.request, clean_documents, chunks, location, embeddings.avg_length)
-    active = stores.registry.active()
-    if active is not None and active.version == version:
-        context.log.info(f"version {version} is already active; leaving it as it is")
-        return active
-    stores.registry.record(record)
-    started = time.perf_counter()
-    try:
-        writer = stores.index_writer(location, embeddings.dense.shape[1])
-        writer.upsert(chunks, embeddings.dense, embeddings.sparse)
-        count = writer.count()
-        writer.close()
-    except Exception:
-        stores.registry.update(version, state="failed")
-        raise
-    checks = {"point_count_equals_chunks": {"passed": count == len(chunks), "points": count, "chunks": len(chunks)}}
-    record.checks, record.timings = (
-        checks,
-        {"write_seconds": round(time.perf_counter() - started, 3), "embed_seconds": round(embeddings.seconds, 3)},
+    selected = indexing.gather_chunks(chunks, env.request.strategies)
+    record = indexing.write_shadow(env.stores, env.request, clean_documents, selected, embeddings)
+    context.add_output_metadata(
+        {
+            "version": record.version,
+            "state": record.state,
+            "points": record.checks.get("point_count_equals_chunks", {}).get("points", record.chunk_count),
+            "location": record.location,
+            "timings": MetadataValue.json(record.timings),
+        }
     )
-    record.state = "checked" if checks["point_count_equals_chunks"]["passed"] else "failed"
-    stores.registry.update(version, state=record.state, checks=record.checks, timings=record.timings)
-    context.add_output_metadata({"version": version, "points": count, "location": location})
     return record
 
 
@@ -160,22 +225,55 @@ def shadow_collection_is_complete(
     context: AssetCheckExecutionContext, shadow_collection: IndexVersion
 ) -> AssetCheckResult:
     check = shadow_collection.checks.get("point_count_equals_chunks", {"passed": shadow_collection.state == "active"})
-    return AssetCheckResult(passed=bool(check["passed"]), metadata={"result": MetadataValue.json(check)})
+    return _result({"point_count_equals_chunks": check})
+
+
+@asset_check(
+    asset=shadow_collection,
+    blocking=True,
+    required_resource_keys={"ragline"},
+    additional_ins={"clean_documents": AssetIn("clean_documents")},
+    description="Optional: evidence@5 on RAGLINE_GOLDEN_FILE may not fall below the active version's by more "
+    "than RAGLINE_SMOKE_MARGIN. Passes as 'skipped: no golden file' when none is configured.",
+)
+def retrieval_smoke(
+    context: AssetCheckExecutionContext, shadow_collection: IndexVersion, clean_documents: list[Document]
+) -> AssetCheckResult:
+    env = _env(context)
+    started = time.perf_counter()
+    result = indexing.retrieval_smoke_check(
+        env.stores, env.settings, env.request, shadow_collection, [d.document_id for d in clean_documents]
+    )
+    env.stores.registry.merge(
+        shadow_collection.version,
+        checks={"retrieval_smoke": result},
+        timings={"check_smoke_seconds": round(time.perf_counter() - started, 3)},
+    )
+    return _result({"retrieval_smoke": result})
 
 
 @asset(group_name=GROUP, required_resource_keys={"ragline"})
 def active_index(context: AssetExecutionContext, shadow_collection: IndexVersion) -> dict[str, Any]:
-    """The registry pointer to the live version; the previous one stays `retired`, ready for rollback."""
+    """The registry pointer (and, on Qdrant, the alias) to the live version; the previous one stays `retired`
+    for rollback; versions past the retention count lose their shard or collection."""
     env = _env(context)
-    stores = env.stores
-    if shadow_collection.state != "active":
-        activated = stores.registry.activate(shadow_collection.version)
-        stores.on_activate(activated.location)
-    summary = stores.registry.get(shadow_collection.version)
-    assert summary is not None
-    context.add_output_metadata({"version": summary.version, "chunks": summary.chunk_count})
+    summary, dropped = indexing.activate(env.stores, shadow_collection, env.settings.index_retention)
+    context.add_output_metadata(
+        {
+            "version": summary.version,
+            "chunks": summary.chunk_count,
+            "dropped_by_retention": ", ".join(dropped) or "none",
+            "timings": MetadataValue.json(summary.timings),
+        }
+    )
     return summary.summary()
 
 
 INGESTION_ASSETS = [source_documents, clean_documents, chunks, embeddings, shadow_collection, active_index]
-INGESTION_CHECKS = [chunks_are_sound, embeddings_are_sound, shadow_collection_is_complete]
+INGESTION_CHECKS = [
+    languages_allowed,
+    chunks_are_sound,
+    embeddings_are_sound,
+    shadow_collection_is_complete,
+    retrieval_smoke,
+]

@@ -7,6 +7,7 @@ from functools import cached_property
 
 from dagster import ConfigurableResource
 
+from pipelines.documents import Document
 from pipelines.indexing import BuildRequest
 from pipelines.profiles import Stores, open_stores
 from pipelines.settings import Settings
@@ -19,6 +20,8 @@ class IngestionEnv:
     settings: Settings
     request: BuildRequest
     _stores: Stores | None = field(default=None, repr=False)
+    # Documents the caller already fetched (to name the version); a URL source is not fetched twice.
+    prefetched: list[Document] | None = field(default=None, repr=False)
 
     @property
     def stores(self) -> Stores:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import math
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -16,19 +15,26 @@ from pathlib import Path
 from typing import Any
 
 import numpy as np
+import structlog
 
-from pipelines import bm25
+from pipelines import bm25, index_checks
 from pipelines.chunkers import STRATEGIES, chunk_document
 from pipelines.cleaners import clean_document
 from pipelines.documents import Chunk, Document
 from pipelines.embedders import load_embedder
 from pipelines.embedding_cache import EmbeddingCache
-from pipelines.language import detect_language
-from pipelines.loaders import content_version, load_directory
+from pipelines.fusion import reciprocal_rank_fusion
+from pipelines.language import detect_language, folder_language
+from pipelines.loaders import content_version
+from pipelines.ports import VectorIndex
+from pipelines.profiles import Stores
 from pipelines.registry import IndexVersion
 from pipelines.settings import Settings
+from pipelines.sources import is_remote, load_source, local_root
+from pipelines.sources.web import FetchPolicy
 
 ANALYZER_VERSION = "bm25-analyzer-v1"
+log = structlog.get_logger(__name__)
 Progress = Callable[[int, int], None]
 
 
@@ -54,7 +60,7 @@ class BuildRequest:
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: Any) -> BuildRequest:
         values: dict[str, Any] = {
-            "source": str(Path(settings.source).expanduser().resolve()),
+            "source": settings.source,
             "include": tuple(settings.include),
             "exclude": tuple(settings.exclude),
             "strategies": build_strategies(settings),
@@ -70,7 +76,7 @@ class BuildRequest:
         unknown = sorted(set(values["strategies"]) - set(STRATEGIES))
         if unknown or not values["strategies"]:
             raise ValueError(f"unknown chunk strategies {unknown or '(none)'}; known: {sorted(STRATEGIES)}")
-        values["source"] = str(Path(values["source"]).expanduser().resolve())
+        values["source"] = resolve_source(str(values["source"]))
         return cls(**values)
 
     def chunk_settings(self) -> dict[str, Any]:
@@ -91,15 +97,46 @@ class BuildRequest:
         return hashlib.sha256(blob.encode()).hexdigest()
 
 
-def fetch_documents(request: BuildRequest) -> list[Document]:
-    return load_directory(Path(request.source), list(request.include), list(request.exclude))
+def resolve_source(source: str) -> str:
+    """A directory becomes absolute; a remote spec (git+, urls+, sitemap+) is kept as written."""
+    if is_remote(source):
+        return source
+    return str(Path(source).expanduser().resolve())
 
 
-def clean_documents(documents: list[Document]) -> list[Document]:
+def source_root(request: BuildRequest, data_dir: Path) -> Path | None:
+    return local_root(request.source, data_dir)
+
+
+def fetch_policy(settings: Settings) -> FetchPolicy:
+    return FetchPolicy(
+        delay_seconds=settings.fetch_delay_seconds,
+        retries=settings.fetch_retries,
+        max_bytes=settings.fetch_max_bytes,
+    )
+
+
+def fetch_documents(
+    request: BuildRequest, data_dir: Path | None = None, policy: FetchPolicy | None = None
+) -> list[Document]:
+    """Every document of the request's source; a git checkout goes under `data_dir` (default: a temp dir)."""
+    if data_dir is None:
+        import tempfile
+
+        data_dir = Path(tempfile.gettempdir()) / "ragline"
+    return load_source(request.source, list(request.include), list(request.exclude), data_dir, policy)
+
+
+def clean_documents(
+    documents: list[Document], language_from_folder: bool = True, root: Path | None = None
+) -> list[Document]:
+    """Clean every document (includes resolved against `root`, the source's folder) and give it a language:
+    its translation folder's when the layout names one (`en/`, `es/...`), else the detected one."""
     cleaned = []
     for document in documents:
-        doc = clean_document(document)
-        cleaned.append(replace(doc, language=detect_language(doc.text)))
+        doc = clean_document(document, root)
+        folder = folder_language(doc.document_id) if language_from_folder else None
+        cleaned.append(replace(doc, language=folder or detect_language(doc.text)))
     return cleaned
 
 
@@ -169,31 +206,43 @@ def embed_chunks(
     return Embeddings(dense, sparse, avg_length, len(cached), len(missing), time.perf_counter() - started)
 
 
-def check_chunks(chunks: list[Chunk], max_tokens: int) -> dict[str, Any]:
-    """Blocking data checks on chunks; each result says whether it passed and what it found."""
-    ids = [c.chunk_id for c in chunks]
-    over = [c.chunk_id for c in chunks if c.token_count > max_tokens]
-    empty = [c.chunk_id for c in chunks if not c.text.strip()]
-    return {
-        "chunks_present": {"passed": bool(chunks), "chunks": len(chunks)},
-        "chunk_ids_unique": {"passed": len(ids) == len(set(ids)), "duplicates": len(ids) - len(set(ids))},
-        "chunks_within_token_limit": {"passed": not over, "over_limit": over[:20], "max_tokens": max_tokens},
-        "chunks_not_empty": {"passed": not empty, "empty": empty[:20]},
-    }
+def gather_chunks(by_strategy: dict[str, list[Chunk]], strategies: tuple[str, ...]) -> list[Chunk]:
+    """The chunks of the requested strategies, in their order; a missing strategy is an error, not a gap."""
+    missing = [s for s in strategies if s not in by_strategy]
+    if missing:
+        raise ValueError(f"chunks of strategies {missing} were not built in this build; built: {sorted(by_strategy)}")
+    return [c for s in strategies for c in by_strategy[s]]
 
 
-def check_embeddings(embeddings: Embeddings, dimension: int) -> dict[str, Any]:
-    dense = embeddings.dense
-    finite = bool(np.isfinite(dense).all())
-    norms = np.linalg.norm(dense, axis=1) if len(dense) else np.ones(0)
-    return {
-        "embeddings_finite": {"passed": finite},
-        "embeddings_dimension": {"passed": dense.shape[1] == dimension, "dimension": int(dense.shape[1])},
-        "embeddings_normalised": {
-            "passed": bool(np.all(np.abs(norms - 1.0) < 1e-3)),
-            "min_norm": float(norms.min()) if len(norms) else math.nan,
-        },
-    }
+def hybrid_search(
+    index: VectorIndex, request: BuildRequest, strategy: str, limit: int = 10
+) -> Callable[[str], list[Chunk]]:
+    """Dense + BM25 fused by reciprocal rank: the same kind of retrieval the query graph runs by default."""
+    embedder = load_embedder(request.embedding_model)
+
+    def search(question: str) -> list[Chunk]:
+        dense = index.dense_search(embedder.embed_query(question), 30, strategy=strategy)
+        sparse = index.sparse_search(bm25.query_vector(question), 30, strategy=strategy)
+        by_id = {h.chunk.chunk_id: h.chunk for h in [*dense, *sparse]}
+        fused = reciprocal_rank_fusion([[h.chunk.chunk_id for h in dense], [h.chunk.chunk_id for h in sparse]])
+        return [by_id[chunk_id] for chunk_id, _ in fused[:limit]]
+
+    return search
+
+
+def smoke_strategy(request: BuildRequest, query_strategy: str) -> str:
+    """The strategy the smoke check queries: the query-time one when built, else the first built."""
+    return query_strategy if query_strategy in request.strategies else request.strategies[0]
+
+
+def apply_retention(stores: Stores, keep: int) -> list[str]:
+    """Drop the shard or collection of every version past the newest `keep`; their rows become `deleted`."""
+    dropped = []
+    for entry in stores.registry.beyond_retention(keep):
+        stores.drop_index(entry.location)
+        stores.registry.update(entry.version, state="deleted")
+        dropped.append(entry.version)
+    return dropped
 
 
 def new_version_record(
@@ -218,3 +267,116 @@ def new_version_record(
         chunk_count=len(chunks),
         avg_doc_length=avg_length,
     )
+
+
+def register_building(
+    stores: Stores, request: BuildRequest, documents: list[Document], timings: dict[str, float]
+) -> str:
+    """Register this content version as `building` (unless it is the active one, which is left alone)."""
+    version = version_of(request, documents)
+    active = stores.registry.active()
+    if active is None or active.version != version:
+        stores.registry.record(new_version_record(version, request, documents, [], stores.location_for(version), 0.0))
+    stores.registry.merge(version, timings=timings)
+    return version
+
+
+def record_timing(stores: Stores, request: BuildRequest, documents: list[Document], timings: dict[str, float]) -> None:
+    stores.registry.merge(version_of(request, documents), timings=timings)
+
+
+def write_shadow(
+    stores: Stores, request: BuildRequest, documents: list[Document], chunks: list[Chunk], embeddings: Embeddings
+) -> IndexVersion:
+    """Write every chunk with its vectors into a new shard or collection; the version becomes `checked` when
+    the point count equals the chunk count, `failed` otherwise (or when the write fails)."""
+    version = version_of(request, documents)
+    active = stores.registry.active()
+    if active is not None and active.version == version:
+        log.info("version_already_active", version=version)
+        return active
+    location = stores.location_for(version)
+    record = new_version_record(version, request, documents, chunks, location, embeddings.avg_length)
+    if stores.registry.get(version) is None:
+        stores.registry.record(record)
+    started = time.perf_counter()
+    try:
+        writer = stores.index_writer(location, embeddings.dense.shape[1])
+        writer.upsert(chunks, embeddings.dense, embeddings.sparse)
+        count = writer.count()
+        writer.close()
+    except Exception:
+        stores.registry.update(version, state="failed")
+        raise
+    check = index_checks.point_count(count, len(chunks))
+    state = "checked" if check["passed"] else "failed"
+    stores.registry.update(
+        version,
+        state=state,
+        chunk_count=len(chunks),
+        avg_doc_length=embeddings.avg_length,
+        languages=record.languages,
+        strategies=record.strategies,
+    )
+    stores.registry.merge(
+        version,
+        checks={"point_count_equals_chunks": check},
+        timings={
+            "write_seconds": round(time.perf_counter() - started, 3),
+            "embed_seconds": round(embeddings.seconds, 3),
+            "embedded": embeddings.computed,
+            "reused": embeddings.reused,
+        },
+    )
+    written = stores.registry.get(version)
+    assert written is not None
+    return written
+
+
+def retrieval_smoke_check(
+    stores: Stores, settings: Settings, request: BuildRequest, shadow: IndexVersion, document_ids: list[str]
+) -> dict[str, Any]:
+    """evidence@5 of the shadow version on the golden file against the active version's (when comparable)."""
+    golden = settings.golden_file
+    questions = index_checks.load_smoke_questions(golden, document_ids) if golden is not None else []
+    strategy = smoke_strategy(request, settings.chunk_strategy)
+    opened: list[VectorIndex] = []
+    try:
+        shadow_index = stores.open_index(shadow.location)
+        opened.append(shadow_index)
+        active_search = None
+        active = stores.registry.active()
+        if (
+            questions
+            and active is not None
+            and active.version != shadow.version
+            and active.fingerprint == shadow.fingerprint
+            and strategy in active.strategies
+        ):
+            active_index = stores.open_index(active.location)
+            opened.append(active_index)
+            active_search = hybrid_search(active_index, request, strategy)
+        result = index_checks.retrieval_smoke(
+            golden,
+            questions,
+            hybrid_search(shadow_index, request, strategy),
+            active_search,
+            settings.smoke_margin,
+        )
+    finally:
+        for index in opened:
+            index.close()
+    return {**result, "strategy": strategy}
+
+
+def activate(stores: Stores, shadow: IndexVersion, retention: int) -> tuple[IndexVersion, list[str]]:
+    """Point the registry (and the Qdrant alias) at the checked version, then apply the retention count."""
+    if shadow.state != "active":
+        activated = stores.registry.activate(shadow.version)
+        stores.on_activate(activated.location)
+    dropped = apply_retention(stores, retention)
+    if dropped:
+        log.info("versions_dropped_by_retention", versions=dropped, keep=retention)
+    current = stores.registry.get(shadow.version)
+    assert current is not None
+    return current, dropped

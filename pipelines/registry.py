@@ -17,7 +17,8 @@ from psycopg.types.json import Jsonb
 
 from pipelines.ports import StoreUnavailable
 
-STATES = ("building", "checked", "active", "retired", "failed")
+# `deleted`: beyond the retention count; the shard or collection is dropped, the row stays as history.
+STATES = ("building", "checked", "active", "retired", "failed", "deleted")
 
 
 @dataclass
@@ -109,7 +110,7 @@ class Registry:
                     strategies text[] NOT NULL,
                     languages text[] NOT NULL,
                     location text NOT NULL,
-                    state text NOT NULL CHECK (state IN ('building','checked','active','retired','failed')),
+                    state text NOT NULL,
                     document_count integer NOT NULL DEFAULT 0,
                     chunk_count integer NOT NULL DEFAULT 0,
                     avg_doc_length double precision NOT NULL DEFAULT 0,
@@ -118,6 +119,12 @@ class Registry:
                     created_at timestamptz NOT NULL DEFAULT now(),
                     activated_at timestamptz
                 )"""
+            )
+            # Tables made before `deleted` existed carry the old inline CHECK: replace it with a named one.
+            cur.execute(f"ALTER TABLE {s}.index_versions DROP CONSTRAINT IF EXISTS index_versions_state_check")
+            states = ",".join(f"'{state}'" for state in STATES)
+            cur.execute(
+                f"ALTER TABLE {s}.index_versions ADD CONSTRAINT index_versions_state_check CHECK (state IN ({states}))"
             )
             cur.execute(
                 f"CREATE UNIQUE INDEX IF NOT EXISTS index_versions_one_active "
@@ -147,6 +154,24 @@ class Registry:
         with self._connect() as conn:
             conn.execute(f"UPDATE {self.schema}.index_versions SET {assigns} WHERE version = %s", [*values, version])
 
+    def merge(self, version: str, checks: dict[str, Any] | None = None, timings: dict[str, Any] | None = None) -> None:
+        """Add check results and timings to a version's row, keeping what other steps recorded."""
+        with self._connect() as conn:
+            conn.execute(
+                f"UPDATE {self.schema}.index_versions SET checks = checks || %s, timings = timings || %s "
+                "WHERE version = %s",
+                (Jsonb(checks or {}), Jsonb(timings or {}), version),
+            )
+
+    def beyond_retention(self, keep: int) -> list[IndexVersion]:
+        """Versions past the newest `keep` that still hold a shard or collection (never the active one)."""
+        if keep < 1:
+            raise ValueError(f"index retention must keep at least 1 version, not {keep}")
+        kept = [v for v in self.versions() if v.state not in ("deleted", "building")]
+        active = [v for v in kept if v.state == "active"]
+        others = [v for v in kept if v.state != "active"]
+        return others[max(0, keep - len(active)) :]
+
     def activate(self, version: str) -> IndexVersion:
         """Make `version` the active index; the previous one is retired but kept for rollback."""
         with self._connect() as conn:
@@ -156,7 +181,10 @@ class Registry:
             if row is None:
                 raise KeyError(f"no index version {version!r}")
             if row["state"] not in ("checked", "retired", "active"):
-                raise ValueError(f"version {version} is {row['state']}; only checked or retired versions activate")
+                raise ValueError(
+                    f"version {version} is {row['state']}; only checked or retired versions activate"
+                    + (" (its index was dropped by retention: rebuild it)" if row["state"] == "deleted" else "")
+                )
             conn.execute(
                 f"UPDATE {self.schema}.index_versions SET state = 'retired' WHERE state = 'active' AND version <> %s",
                 (version,),

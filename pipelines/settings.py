@@ -23,7 +23,10 @@ class Settings(BaseSettings):
         "embedded", description="embedded: everything in-process in the data dir; services: real servers."
     )
     home: Path = Field(Path(".ragline"), description="Data dir: shards, embedded servers, token, Dagster storage.")
-    source: Path = Field(PROJECT_ROOT / "docs", description="Default source directory to index.")
+    source: str | Path = Field(
+        str(PROJECT_ROOT / "docs"),
+        description="Default source: a directory, git+<repo>#<ref>, urls+<file of URLs> or sitemap+<url>.",
+    )
     include: list[str] = Field(default_factory=lambda: ["**/*.md"], description="Glob patterns of documents to index.")
     exclude: list[str] = Field(default_factory=list, description="Glob patterns of documents to skip.")
 

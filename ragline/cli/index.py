@@ -16,10 +16,12 @@ def cmd_index_build(args: argparse.Namespace) -> int:
     from pipelines.profiles import open_stores
 
     settings = settings_from(args)
+    if args.strategy:
+        settings = settings.model_copy(update={"build_strategies": args.strategy})
     stores = open_stores(settings)
     try:
         outcome = ensure_index(settings, stores, force=args.force)
-    except (BuildFailed, SourceError) as exc:
+    except (BuildFailed, SourceError, ValueError) as exc:
         print(f"ragline: {exc}", file=sys.stderr)
         return 1
     finally:
@@ -62,7 +64,10 @@ def cmd_index_versions(args: argparse.Namespace) -> int:
         print_json(versions)
     else:
         for v in versions:
-            print(f"{v['content_version']}  {v['state']:<8}  {v['chunks']:>6} chunks  {v['created_at']}")
+            strategies = ",".join(v["strategies"])
+            print(
+                f"{v['content_version']}  {v['state']:<8}  {v['chunks']:>6} chunks  {strategies:<24}  {v['created_at']}"
+            )
     return 0
 
 
@@ -88,6 +93,11 @@ def register(commands: Any) -> None:
     build = actions.add_parser("build", help="materialise the ingestion assets for a source")
     source_options(build)
     build.add_argument("--force", action="store_true", help="rebuild even when this content version is active")
+    build.add_argument(
+        "--strategy",
+        action="append",
+        help="chunk strategy to build as well as RAGLINE_CHUNK_STRATEGY (heading, fixed, sentence_window); repeatable",
+    )
     build.add_argument("--json", action="store_true")
     build.set_defaults(func=cmd_index_build)
     status = actions.add_parser("status", help="the active index")

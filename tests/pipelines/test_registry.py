@@ -51,3 +51,22 @@ def test_unreachable_registry_is_an_error_not_an_empty_answer() -> None:
     registry = Registry("postgresql://postgres@127.0.0.1:1/none?connect_timeout=1")
     with pytest.raises(StoreUnavailable):
         registry.active()
+
+
+def test_merge_keeps_earlier_results_and_retention_spares_the_active(backend: dict[str, str], schema: str) -> None:
+    registry = Registry(backend["postgres"], schema)
+    for name in ("v-1", "v-2", "v-3", "v-4"):
+        registry.record(version(name))
+    registry.record(version("v-5", state="building"))  # maybe still being written elsewhere: never dropped
+    registry.merge("v-1", checks={"a": {"passed": True}}, timings={"clean_seconds": 1.5})
+    registry.merge("v-1", checks={"b": {"passed": False}})
+    row = registry.get("v-1")
+    assert row is not None and set(row.checks) == {"a", "b"} and row.timings == {"clean_seconds": 1.5}
+    registry.activate("v-1")  # the oldest is active
+    beyond = [v.version for v in registry.beyond_retention(2)]
+    assert beyond == ["v-3", "v-2"]  # keep the active one and the newest other one (v-4)
+    registry.update("v-2", state="deleted")
+    with pytest.raises(ValueError, match="dropped by retention"):
+        registry.activate("v-2")
+    with pytest.raises(ValueError, match="at least 1"):
+        registry.beyond_retention(0)

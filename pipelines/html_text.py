@@ -1,0 +1,144 @@
+"""HTML pages to Markdown with the standard library's parser: the main content only.
+
+Boilerplate goes: `nav`, `header`, `footer`, `aside`, `script`, `style`, `form`, `noscript`, and any
+element whose id or class names navigation, breadcrumbs, sidebars, cookie banners or feedback
+widgets. When the page has a `<main>` or `<article>`, only that is kept.
+"""
+
+from __future__ import annotations
+
+import re
+from html.parser import HTMLParser
+
+_DROP_TAGS = {"nav", "header", "footer", "aside", "script", "style", "form", "noscript", "svg", "button", "template"}
+_DROP_HINTS = re.compile(r"nav|menu|breadcrumb|sidebar|toc|cookie|feedback|rating|helpful|footer|banner|skip", re.I)
+_VOID = {"br", "hr", "img", "input", "meta", "link", "area", "base", "col", "embed", "source", "track", "wbr"}
+_BLOCKS = {"p", "div", "section", "li", "dt", "dd", "blockquote", "tr", "table", "ul", "ol", "dl", "figure"}
+
+
+def looks_like_html(text: str) -> bool:
+    head = text.lstrip()[:200].lower()
+    return head.startswith(("<!doctype html", "<html")) or ("<body" in head and "</" in text)
+
+
+class _Converter(HTMLParser):
+    def __init__(self) -> None:
+        super().__init__(convert_charrefs=True)
+        self.out: list[str] = []
+        self.title = ""
+        self._skip = 0  # depth inside dropped elements
+        self._stack: list[tuple[str, bool]] = []
+        self._pre = False
+        self._in_title = False
+        self._row: list[str] | None = None
+        self._cell: list[str] | None = None
+        self._rows = 0
+        self.main_depth = 0
+        self.has_main = False
+
+    def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        if tag in _VOID:
+            if tag == "br" and not self._skip:
+                self._emit("\n")
+            return
+        names = " ".join(v or "" for k, v in attrs if k in ("id", "class", "role"))
+        drop = tag in _DROP_TAGS or bool(names and _DROP_HINTS.search(names) and tag not in ("main", "article"))
+        self._stack.append((tag, drop))
+        if drop:
+            self._skip += 1
+        if self._skip:
+            return
+        if tag == "title":
+            self._in_title = True
+        elif tag in ("main", "article"):
+            self.has_main = True
+            self.main_depth += 1
+            self._emit("\n\x01")  # where the main content starts
+        elif re.fullmatch(r"h[1-6]", tag):
+            self._emit("\n\n" + "#" * int(tag[1]) + " ")
+        elif tag == "pre":
+            self._pre = True
+            self._emit("\n\n```\n")
+        elif tag == "code" and not self._pre:
+            self._emit("`")
+        elif tag == "li":
+            self._emit("\n- ")
+        elif tag == "tr":
+            self._row = []
+        elif tag in ("td", "th"):
+            self._cell = []
+        elif tag in ("strong", "b"):
+            self._emit("**")
+        elif tag in _BLOCKS:
+            self._emit("\n\n")
+
+    def handle_endtag(self, tag: str) -> None:
+        if tag in _VOID:
+            return
+        while self._stack:
+            open_tag, dropped = self._stack.pop()
+            if dropped:
+                self._skip -= 1
+            if not self._skip and not dropped:
+                self._close(open_tag)
+            if open_tag == tag:
+                break
+
+    def _close(self, tag: str) -> None:
+        if tag == "title":
+            self._in_title = False
+        elif tag in ("main", "article"):
+            self.main_depth -= 1
+            self._emit("\x02")
+        elif tag == "pre":
+            self._pre = False
+            self._emit("\n```\n\n")
+        elif tag == "code" and not self._pre:
+            self._emit("`")
+        elif tag in ("strong", "b"):
+            self._emit("**")
+        elif tag in ("td", "th") and self._row is not None and self._cell is not None:
+            self._row.append(" ".join("".join(self._cell).split()).replace("|", "\\|"))
+            self._cell = None
+        elif tag == "tr" and self._row is not None:
+            line = "| " + " | ".join(self._row) + " |"
+            if self._rows == 0:
+                line += "\n|" + "---|" * len(self._row)
+            self._rows += 1
+            self.out.append("\n" + line)
+            self._row = None
+        elif tag == "table":
+            self._rows = 0
+            self._emit("\n\n")
+        elif re.fullmatch(r"h[1-6]", tag) or tag in _BLOCKS:
+            self._emit("\n\n")
+
+    def handle_data(self, data: str) -> None:
+        if self._in_title:
+            self.title += data
+            return
+        if self._skip:
+            return
+        self._emit(data if self._pre else re.sub(r"\s+", " ", data))
+
+    def _emit(self, text: str) -> None:
+        if self._cell is not None:
+            self._cell.append(text)
+        else:
+            self.out.append(text)
+
+
+def html_to_markdown(html: str) -> tuple[str, str]:
+    """Return (Markdown text, title). The title is the first `h1`, else `<title>`."""
+    parser = _Converter()
+    parser.feed(html)
+    parser.close()
+    raw = "".join(parser.out)
+    if parser.has_main:
+        raw = "\n\n".join(re.findall(r"\x01(.*?)(?:\x02|$)", raw, re.S))
+    raw = raw.replace("\x01", "").replace("\x02", "")
+    lines = [line.rstrip() if line.startswith((" ", "\t")) else line.strip() for line in raw.split("\n")]
+    text = re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip() + "\n"
+    h1 = re.search(r"^# (.+)$", text, re.M)
+    title = (h1.group(1) if h1 else " ".join(parser.title.split())).strip()
+    return text, title

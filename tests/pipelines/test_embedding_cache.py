@@ -1,0 +1,47 @@
+"""Incremental embedding: after one page changes, only that page's chunks are embedded again."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import numpy as np
+
+from pipelines import indexing
+from pipelines.embedding_cache import EmbeddingCache
+from pipelines.indexing import BuildRequest
+from pipelines.settings import Settings
+from tests.corpus import write_corpus
+
+
+def chunks_of(source: Path, request: BuildRequest):  # type: ignore[no-untyped-def]
+    documents = indexing.clean_documents(indexing.fetch_documents(request))
+    return indexing.chunk_documents(documents, request, "heading")
+
+
+def test_a_one_page_change_re_embeds_only_that_page(tmp_path: Path) -> None:
+    source = write_corpus(tmp_path / "docs")
+    request = BuildRequest.from_settings(Settings(source=source, exclude=["notes/**"]))
+    cache = tmp_path / "cache.sqlite"
+    before = chunks_of(source, request)
+    full = indexing.embed_chunks(before, request, cache)
+    assert full.computed == len(before) and full.reused == 0
+
+    (source / "reference" / "cli.md").write_text("# Command line\n\nThe `harbor push` command uploads images.\n")
+    after = chunks_of(source, request)
+    changed = [c for c in after if c.document_id == "reference/cli.md"]
+    again = indexing.embed_chunks(after, request, cache)
+    assert again.computed == len(changed) and again.reused == len(after) - len(changed)
+    # Reused vectors are the stored ones, bit for bit.
+    same = next(i for i, c in enumerate(after) if c.document_id == "guide/config.md")
+    assert np.array_equal(again.dense[same], full.dense[[c.chunk_id for c in before].index(after[same].chunk_id)])
+
+
+def test_the_cache_is_keyed_by_fingerprint(tmp_path: Path) -> None:
+    vectors = np.eye(3, dtype=np.float32)
+    one = EmbeddingCache(tmp_path / "c.sqlite", "fp-1", 3)
+    one.store(["a", "b", "c"], vectors)
+    assert sorted(one.lookup(["a", "c", "z"])) == [0, 1]
+    one.close()
+    other = EmbeddingCache(tmp_path / "c.sqlite", "fp-2", 3)
+    assert other.lookup(["a"]) == {}
+    other.close()

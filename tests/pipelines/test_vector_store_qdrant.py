@@ -1,0 +1,42 @@
+"""The services-profile vector store (Qdrant collections + alias), exercised through a full build with
+qdrant-client's local mode standing in for a server (RAGLINE_QDRANT_URL=local:<path>)."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from assets.build import build_index
+from pipelines.embedders import load_embedder
+from pipelines.indexing import BuildRequest
+from pipelines.profiles import open_stores
+from pipelines.settings import Settings
+from pipelines.vector_store_qdrant import ACTIVE_ALIAS
+
+
+def aliases(client) -> dict[str, str]:  # type: ignore[no-untyped-def]
+    return {a.alias_name: a.collection_name for a in client.get_aliases().aliases}
+
+
+def test_build_activates_by_alias_swap_and_retention_drops_collections(
+    settings: Settings, tmp_path: Path, corpus: Path
+) -> None:
+    settings = settings.model_copy(update={"qdrant_url": f"local:{tmp_path / 'qdrant'}", "index_retention": 1})
+    stores = open_stores(settings)
+    try:
+        first = build_index(settings, stores, BuildRequest.from_settings(settings, strategies=["heading", "fixed"]))
+        client = stores.qdrant()
+        location = first.summary["location"]
+        assert location.startswith("ragline_v_") and aliases(client) == {ACTIVE_ALIAS: location}
+        index = stores.open_index(location)
+        query = load_embedder(settings.embedding_model).embed_query("Which port does the dashboard listen on?")
+        hits = index.dense_search(query, 3, strategy="heading")
+        assert hits[0].chunk.document_id == "guide/config.md" and hits[0].chunk.strategy == "heading"
+        assert index.count() == first.summary["chunks"]
+
+        (corpus / "guide" / "extra.md").write_text("# Webhooks\n\nHarbor calls a webhook after every sync.\n")
+        second = build_index(settings, stores, BuildRequest.from_settings(settings))
+        assert aliases(client) == {ACTIVE_ALIAS: second.summary["location"]}
+        assert not client.collection_exists(location)  # retention 1: the first version's collection is dropped
+        assert stores.registry.get(first.version).state == "deleted"  # type: ignore[union-attr]
+    finally:
+        stores.close()
