@@ -84,13 +84,24 @@ class Metrics:
             self.crag_actions.labels(action).inc()
         provider = reply.get("provider")
         if isinstance(provider, dict):
-            name = str(provider.get("name") or reply.get("generator") or "unknown")
-            if retries := int(provider.get("retries") or 0):
-                self.provider_retries.labels(name).inc(retries)
-            if trips := int(provider.get("breaker_trips") or 0):
-                self.breaker_trips.labels(name).inc(trips)
-            for left in _as_list(provider.get("fallbacks") or provider.get("fallback_from")):
-                self.fallbacks.labels(str(left)).inc()
+            self._observe_provider(provider, str(provider.get("model") or reply.get("generator") or "unknown"))
+
+    def _observe_provider(self, provider: dict[str, Any], model: str) -> None:
+        """The harness reports every attempt ({provider, role, outcome}); counts are derived from them."""
+        attempts = [a for a in _as_list(provider.get("attempts")) if isinstance(a, dict)]
+        tried: dict[str, int] = {}
+        for attempt in attempts:
+            name = str(attempt.get("provider") or model)
+            if attempt.get("outcome") == "circuit_open":
+                self.breaker_trips.labels(name).inc()  # a call turned away by an open breaker
+            else:
+                tried[name] = tried.get(name, 0) + 1
+        for name, count in tried.items():
+            if count > 1:
+                self.provider_retries.labels(name).inc(count - 1)
+        if provider.get("fallback_used"):
+            for name in {str(a.get("provider")) for a in attempts if a.get("role") == "primary"} or {"primary"}:
+                self.fallbacks.labels(name).inc()
 
     def snapshot(self) -> dict[str, Any]:
         """Totals the operator console shows (it reads these rather than parsing the text format)."""

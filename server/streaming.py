@@ -1,8 +1,8 @@
 """Server-Sent Events for /v1/query/stream: one `sentence` event per validated sentence, then `final`.
 
-The events come from a synchronous iterator (the query graph's own stream when it has one); each
-item is pulled in a worker thread, and when the client goes away the iterator is closed, which stops
-the generation behind it.
+The events come from `query_graph.streaming.stream_answer`, a synchronous iterator; each item is
+pulled in a worker thread, and when the client goes away the iterator is closed, which cancels the
+generation behind it.
 """
 
 from __future__ import annotations
@@ -15,28 +15,10 @@ from typing import Any
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 
-from pipelines.citations import markers, split_sentences
-from query_graph.service import QueryFailed, QueryService
+from query_graph.service import QueryFailed
 
 Event = dict[str, Any]
 _END = object()
-
-
-def answer_then_split(
-    service: QueryService, question: str, variants: dict[str, str] | None = None, top_k: int | None = None
-) -> Iterator[Event]:
-    """Events from a whole reply: its validated sentences in order, then the final event.
-
-    Used while the query graph offers no incremental stream; the reply is computed on the first pull.
-    """
-    kwargs: dict[str, Any] = {"top_k": top_k}
-    if variants:
-        kwargs["variants"] = variants
-    reply = service.answer(question, **kwargs)
-    if reply["status"] == "answered":
-        for sentence in split_sentences(reply["answer"]):
-            yield {"type": "sentence", "text": sentence, "chunk_ids": list(dict.fromkeys(markers(sentence)))}
-    yield {**reply, "type": "final"}
 
 
 def sse(event: Event) -> bytes:

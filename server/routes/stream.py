@@ -7,11 +7,12 @@ import time
 from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
 
+from query_graph.streaming import stream_answer
 from server.deps import QueryScope, ServiceDep, SettingsDep
 from server.observe import observe_reply
 from server.routes.query import check_question
 from server.schemas import ERROR_RESPONSES, QueryRequest
-from server.streaming import answer_then_split, event_stream, first_event
+from server.streaming import event_stream, first_event
 from server.variants import answer_kwargs
 
 router = APIRouter(prefix="/v1", tags=["query"], dependencies=[QueryScope])
@@ -40,7 +41,7 @@ async def query_stream(
     started = time.perf_counter()
     check_question(body.question, settings)
     kwargs = answer_kwargs(service, body.variants)
-    events = answer_then_split(service, body.question, variants=kwargs.get("variants"), top_k=body.top_k)
+    events = stream_answer(service, body.question, kwargs.get("variants"), top_k=body.top_k)
     first = await first_event(events)
     metrics = request.app.state.metrics
 

@@ -48,9 +48,20 @@ def test_reply_fields_feed_guardrail_crag_and_provider_series() -> None:
             "cache": "semantic_hit",
             "timings_ms": {"guardrails": 1.5, "total": 2.0},
             "variants": {"guardrails": "strict"},
-            "guardrail": {"decision": "block", "rule": "prompt_injection"},
+            "guardrail": {"decision": "refused", "rule": "prompt_injection"},
             "crag": {"action": "rewrite", "actions": [{"action": "web_search"}]},
-            "provider": {"name": "openai", "retries": 2, "breaker_trips": 1, "fallbacks": ["openai"]},
+            "provider": {
+                "model": "openai/small",
+                "role": "fallback",
+                "fallback_used": True,
+                "attempts": [
+                    {"provider": "openai", "role": "primary", "outcome": "timeout"},
+                    {"provider": "openai", "role": "primary", "outcome": "timeout"},
+                    {"provider": "openai", "role": "primary", "outcome": "timeout"},
+                    {"provider": "openai", "role": "primary", "outcome": "circuit_open"},
+                    {"provider": "local", "role": "fallback", "outcome": "ok"},
+                ],
+            },
         }
     )
     value = metrics.registry.get_sample_value
