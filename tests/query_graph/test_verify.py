@@ -1,0 +1,88 @@
+"""Citation verification: the lexical support score, and the `off` / `lexical` / `llm` variants in the graph."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from typing import Any
+
+import pytest
+
+from pipelines.verify import check_citations, support_score
+from query_graph.generation import Draft
+from query_graph.service import QueryFailed
+from tests.llm_loopback import closed_port, loopback_llm
+from tests.query_graph.harbor import Harbor, harbor_index
+
+PORT_Q = "Which port does the harbor dashboard listen on?"
+PASSAGE = "The dashboard listens on port 7420 by default. Set `HARBOR_PORT` to choose another port."
+
+
+@pytest.fixture(scope="module")
+def harbor(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Harbor]:
+    with harbor_index(tmp_path_factory.mktemp("harbor"), request) as index:
+        yield index
+
+
+def test_support_score_asks_whether_the_text_says_it() -> None:
+    assert support_score("The dashboard listens on port 7420 [C:x].", PASSAGE) == 1.0
+    assert support_score("Set HARBOR_PORT to choose another port.", PASSAGE) == 1.0
+    wrong_number = support_score("The dashboard listens on port 8080.", PASSAGE)
+    related_only = support_score("The dashboard shows build logs for 14 days.", PASSAGE)
+    assert wrong_number < 0.6 and related_only < 0.6
+    [check] = check_citations("The dashboard listens on port 8080.", [("c1", PASSAGE)], 0.6)
+    assert not check.supported and "content words" in check.reason
+
+
+def _draft(harbor: Harbor) -> tuple[Draft, str, str]:
+    """A draft with one supported citation and one that names a real, supplied, but unrelated chunk."""
+    retrieved = harbor.service().answer(PORT_Q, variants={"verify": "off"})["retrieved"]
+    ports = next(r["chunk_id"] for r in retrieved if r["anchor"] == "ports")
+    other = next(r["chunk_id"] for r in retrieved if r["document_id"] != "guide/config.md")
+    text = f"The dashboard listens on port 7420 [C:{ports}]. Harbor keeps build logs for 30 days [C:{other}]."
+    return Draft(text=text, generator="test"), ports, other
+
+
+def _answer(harbor: Harbor, draft: Draft, variants: dict[str, str], **settings: Any) -> dict[str, Any]:
+    return harbor.service(**settings).answer(PORT_Q, overrides={"draft_answer": draft}, variants=variants)
+
+
+def test_lexical_removes_the_unsupported_citation_and_says_why(harbor: Harbor) -> None:
+    draft, ports, other = _draft(harbor)
+    reply = _answer(harbor, draft, {"verify": "lexical"})
+    assert reply["answer"] == f"The dashboard listens on port 7420 [C:{ports}]."
+    assert [c["chunk_id"] for c in reply["citations"]] == [ports]
+    [problem] = reply["verification"]["unsupported"]
+    assert problem["chunk_id"] == other and problem["action"] == "removed" and "30 days" in problem["sentence"]
+    assert problem["score"] < 0.6 and reply["verification"]["checked"] == 2
+
+
+def test_flag_keeps_the_sentence_and_reports_it(harbor: Harbor) -> None:
+    draft, _, other = _draft(harbor)
+    reply = _answer(harbor, draft, {"verify": "lexical"}, verify_action="flag")
+    assert "30 days" in reply["answer"]
+    flagged = reply["verification"]["unsupported"][0]
+    assert flagged["action"] == "flagged" and flagged["chunk_id"] == other
+
+
+def test_off_checks_nothing(harbor: Harbor) -> None:
+    draft, _, _ = _draft(harbor)
+    reply = _answer(harbor, draft, {"verify": "off"})
+    assert "30 days" in reply["answer"] and reply["verification"]["unsupported"] == []
+
+
+def test_llm_judge_removes_what_the_passage_does_not_say(harbor: Harbor) -> None:
+    draft, ports, other = _draft(harbor)
+    with loopback_llm() as judge:
+        reply = _answer(harbor, draft, {"verify": "llm"}, llm_model="openai/judge", llm_api_base=judge.api_base)
+        assert judge.requests == 2  # one yes/no question per (sentence, cited chunk) pair
+    assert reply["verification"]["mode"] == "llm"
+    assert [p["chunk_id"] for p in reply["verification"]["unsupported"]] == [other]
+    assert [c["chunk_id"] for c in reply["citations"]] == [ports]
+
+
+def test_llm_judge_down_fails_closed(harbor: Harbor) -> None:
+    draft, _, _ = _draft(harbor)
+    dead = f"http://127.0.0.1:{closed_port()}/v1"
+    with pytest.raises(QueryFailed) as info:
+        _answer(harbor, draft, {"verify": "llm"}, llm_api_base=dead, llm_retries=0)
+    assert info.value.status == 503 and info.value.code == "verification_unavailable"
