@@ -54,13 +54,16 @@ def answer_for(messages: list[dict[str, str]], mode: str) -> str:
     question = _words(prompt.rsplit("Question:", 1)[1])
     best: tuple[int, str, str] = (-1, "", "")
     for chunk_id, text in _passages(prompt):
-        for sentence in re.split(r"(?<=[.!?])\s+", text.replace("\n", " ")):
+        prose = " ".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
+        for sentence in re.split(r"(?<=[.!?])\s+", prose):
             score = len(question & _words(sentence))
             if score > best[0] and len(sentence.split()) >= 4:
                 best = (score, chunk_id, sentence.strip().rstrip("."))
     _, chunk_id, sentence = best
     if mode == "plain":  # a small model that writes no markers
         return f"{sentence}. Harbor is a tool."
+    if mode == "long":  # many cited sentences, to watch them arrive (and stop) one by one
+        return " ".join(f"{sentence} [C:{chunk_id}]." for _ in range(12))
     if mode == "forged":
         return f"{sentence} [C:ffffffffffff-99]."
     return f"{sentence} [C:{chunk_id}]."
