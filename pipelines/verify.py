@@ -2,7 +2,8 @@
 
 `support_score` is the lexical check: the share of a sentence's content words, numbers and
 identifiers that the passage contains, after light suffix stripping. Identifiers weigh double and
-numbers triple: a wrong port or key makes a wrong answer. It asks "does this text say this?" more strictly than a similarity
+numbers triple, and a number missing from the passage halves the score: a wrong port or version
+makes a wrong answer. It asks "does this text say this?" more strictly than a similarity
 score would: every word the sentence adds beyond the passage lowers it. Measured on labelled pairs
 by `evals/verify_pairs.py` (docs/operations.md).
 """
@@ -86,7 +87,12 @@ def support_score(sentence: str, passage: str) -> float:
         return 1.0
     present = {stem(t) for t in analyze(passage)}
     total = sum(terms.values())
-    return sum(w for t, w in terms.items() if t in present) / total
+    share = sum(w for t, w in terms.items() if t in present) / total
+    # A number the passage does not contain makes the claim wrong however much else matches
+    # (a long sentence with one changed port or version would otherwise pass).
+    if any(_NUMBER.match(t) and t not in present for t in terms):
+        share *= 0.5
+    return share
 
 
 @dataclass(frozen=True)

@@ -1,0 +1,137 @@
+"""Benchmark: retrieval and rerank latency on the active index (the issue 4 speed targets).
+
+    RAGLINE_HOME=<data dir of the index> python -m evals.bench_query \\
+        [--golden ../shared/golden/fastapi_en.jsonl] [--rounds 5] [--out results.json]
+
+In one run, each question of the golden file is timed, interleaved so load drifts hit both alike:
+- `embed`: the query embedding alone;
+- `retrieval`: query embedding + dense + BM25 + fusion, the hybrid retrieval nodes of the graph
+  (`RetrievalPlan.run`, with the settings' BM25 engine and fusion);
+- `rerank_30`: the cross-encoder over the top 30 fused candidates of the question.
+Reported: p50/p95 of each, the retrieval/embedding p50 ratio, and the machine's load average.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import platform
+import time
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from evals.golden import load_golden
+from pipelines.logs import configure_logging
+from pipelines.profiles import open_stores
+from pipelines.settings import Settings
+from query_graph.retrieval import RetrievalPlan
+from query_graph.service import QueryService
+
+DEFAULT_GOLDEN = Path(__file__).resolve().parent.parent.parent / "shared" / "golden" / "fastapi_en.jsonl"
+
+
+def summary(values: list[float]) -> dict[str, float]:
+    return {
+        "n": len(values),
+        "p50": round(float(np.percentile(values, 50)), 3),
+        "p95": round(float(np.percentile(values, 95)), 3),
+        "max": round(max(values), 3),
+    }
+
+
+def plan_for(service: QueryService, depth: int) -> RetrievalPlan:
+    s = service.settings
+    version, index = service.active()
+    return RetrievalPlan(
+        retrieval="hybrid",
+        bm25_engine=s.bm25_engine,
+        fusion=s.fusion,
+        embedder=service.embedder,
+        vector_index=index,
+        bm25_memory=service.back.bm25_memory,
+        index_version=version.version,
+        strategy=s.chunk_strategy,
+        language=s.language_filter,
+        candidates=max(s.candidates, depth),
+        keep=depth,
+        rrf_k=s.rrf_k,
+        fusion_weights=tuple(s.fusion_weights),
+    )
+
+
+def run(service: QueryService, questions: list[str], rounds: int, depth: int) -> dict[str, Any]:
+    plan = plan_for(service, depth)
+    reranker = service.back.reranker()
+    for q in questions[:3]:  # warm-up: sessions, caches, first-query allocations
+        plan.run(q)
+        reranker.scores(q, [c.chunk.generation_text for c in plan.run(q)[:depth]])
+    timings: dict[str, list[float]] = {"embed": [], "retrieval": [], "rerank_30": []}
+    pairs: list[int] = []
+    for _ in range(rounds):
+        for q in questions:
+            started = time.perf_counter()
+            service.embedder.embed_query(q)
+            timings["embed"].append((time.perf_counter() - started) * 1000)
+            started = time.perf_counter()
+            candidates = plan.run(q)
+            timings["retrieval"].append((time.perf_counter() - started) * 1000)
+        for q in questions:
+            passages = [c.chunk.generation_text for c in plan.run(q)[:depth]]
+            pairs.append(len(passages))
+            started = time.perf_counter()
+            reranker.scores(q, passages)
+            timings["rerank_30"].append((time.perf_counter() - started) * 1000)
+    out = {name: summary(values) for name, values in timings.items()}
+    out["retrieval_over_embed_p50"] = round(out["retrieval"]["p50"] / out["embed"]["p50"], 3)
+    out["rerank_pairs_mean"] = round(sum(pairs) / len(pairs), 2)
+    out["last_candidates"] = len(candidates)
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--golden", type=Path, default=DEFAULT_GOLDEN)
+    parser.add_argument("--rounds", type=int, default=5)
+    parser.add_argument("--depth", type=int, default=30, help="candidates the reranker scores")
+    parser.add_argument("--out", type=Path)
+    args = parser.parse_args()
+    os.environ.setdefault("HF_HUB_OFFLINE", "1")
+    configure_logging("WARNING")
+    settings = Settings()
+    stores = open_stores(settings)
+    try:
+        service = QueryService(settings, stores)
+        questions = [q.question for q in load_golden(args.golden)]
+        load_before = os.getloadavg()
+        result = run(service, questions, args.rounds, args.depth)
+        version, index = service.active()
+        result.update(
+            {
+                "index": {"content_version": version.version, "chunks": index.count()},
+                "questions": len(questions),
+                "rounds": args.rounds,
+                "bm25_engine": settings.bm25_engine,
+                "fusion": settings.fusion,
+                "rerank_max_tokens": settings.rerank_max_tokens,
+                "machine": {
+                    "cpus": os.cpu_count(),
+                    "python": platform.python_version(),
+                    "load_avg_before": [round(x, 2) for x in load_before],
+                    "load_avg_after": [round(x, 2) for x in os.getloadavg()],
+                },
+                "date": time.strftime("%Y-%m-%dT%H:%M:%SZ", time.gmtime()),
+            }
+        )
+    finally:
+        stores.close()
+    text = json.dumps(result, indent=2)
+    print(text)
+    if args.out:
+        args.out.write_text(text + "\n", encoding="utf-8")
+
+
+if __name__ == "__main__":
+    main()
