@@ -7,7 +7,9 @@ generation behind it.
 
 from __future__ import annotations
 
+import asyncio
 import json
+import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
 from typing import Any
@@ -38,6 +40,38 @@ async def first_event(events: Iterator[Event]) -> Event:
     return item  # type: ignore[no-any-return]
 
 
+class _Pump:
+    """Pulls the event iterator on a thread of its own and hands each event to the event loop.
+
+    A generator may only be closed by the thread that runs it, and only between events: when the
+    client leaves, `stop` is set and the pump closes the iterator right after the event in flight.
+    """
+
+    def __init__(self, events: Iterator[Event], loop: asyncio.AbstractEventLoop) -> None:
+        self.events, self.loop = events, loop
+        self.queue: asyncio.Queue[tuple[str, Any]] = asyncio.Queue()
+        self.stop = threading.Event()
+        threading.Thread(target=self._run, name="ragline-sse-pump", daemon=True).start()
+
+    def _put(self, kind: str, item: Any) -> None:
+        self.loop.call_soon_threadsafe(self.queue.put_nowait, (kind, item))
+
+    def _run(self) -> None:
+        try:
+            while not self.stop.is_set():
+                item = next(self.events, _END)
+                if item is _END:
+                    break
+                self._put("event", item)
+        except Exception as exc:  # handed to the response, which sends it as an `error` event
+            self._put("error", exc)
+        finally:
+            close = getattr(self.events, "close", None)
+            if close is not None:
+                close()  # GeneratorExit inside the graph's generator: generation stops here
+            self._put("end", None)
+
+
 async def event_stream(
     request: Request,
     events: Iterator[Event],
@@ -46,24 +80,30 @@ async def event_stream(
     on_first_sentence: Callable[[float], None],
     on_final: Callable[[Event], None],
 ) -> AsyncIterator[bytes]:
-    item: Any = first
+    pump: _Pump | None = None
+    kind, item = "event", first
     seen_sentence = False
     try:
-        while item is not _END:
+        while kind != "end":
+            if kind == "error":
+                failure = item if isinstance(item, QueryFailed) else QueryFailed(500, "stream_failed", str(item))
+                error = {"code": failure.code, "message": failure.message}
+                yield sse({"type": "error", "error": error, "status": failure.status})
+                return
             if item.get("type") == "sentence" and not seen_sentence:
                 seen_sentence = True
                 on_first_sentence(time.perf_counter() - started)
             if item.get("type") == "final":
                 on_final(item)
             yield sse(item)
-            if await request.is_disconnected():
-                return
-            try:
-                item = await run_in_threadpool(_pull, events)
-            except QueryFailed as exc:
-                yield sse({"type": "error", "error": {"code": exc.code, "message": exc.message}, "status": exc.status})
-                return
+            if pump is None:
+                pump = _Pump(events, asyncio.get_running_loop())
+            kind, item = await pump.queue.get()
     finally:
-        close = getattr(events, "close", None)
-        if close is not None:
-            close()  # GeneratorExit inside the graph's generator: generation stops here
+        # The client left (this generator was cancelled or closed) or the stream ended: stop pulling.
+        if pump is not None:
+            pump.stop.set()
+        else:
+            close = getattr(events, "close", None)
+            if close is not None:
+                close()

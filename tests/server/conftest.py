@@ -5,6 +5,9 @@ query-only and an admin-only token from tokens.json."""
 from __future__ import annotations
 
 import os
+import socket
+import threading
+import time
 import uuid
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
@@ -13,6 +16,7 @@ from typing import Any
 
 import psycopg
 import pytest
+import uvicorn
 from fastapi.testclient import TestClient
 
 from pipelines.embedded_services import EmbeddedServices
@@ -94,3 +98,25 @@ def client(make_client: AppFactory) -> Iterator[TestClient]:
 def fresh_question(text: str) -> str:
     """The same question with a unique tail, so it misses the exact cache."""
     return f"{text} ({uuid.uuid4().hex[:6]})"
+
+
+@contextmanager
+def live_server(settings: Settings, stores: Stores) -> Iterator[str]:
+    """The app on a real loopback port (a browser, or a client that hangs up, needs a real socket)."""
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        port = int(sock.getsockname()[1])
+    server = uvicorn.Server(
+        uvicorn.Config(create_app(settings, stores), host="127.0.0.1", port=port, log_level="warning")
+    )
+    thread = threading.Thread(target=server.run, daemon=True)
+    thread.start()
+    deadline = time.monotonic() + 60
+    while not server.started and time.monotonic() < deadline:
+        time.sleep(0.05)
+    assert server.started, "uvicorn did not start"
+    try:
+        yield f"http://127.0.0.1:{port}"
+    finally:
+        server.should_exit = True
+        thread.join(timeout=30)

@@ -3,13 +3,9 @@ question and see a cited, streamed answer with its timings; open the console and
 
 from __future__ import annotations
 
-import socket
-import threading
-import time
 from collections.abc import Iterator
 
 import pytest
-import uvicorn
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
 from selenium.webdriver.common.by import By
@@ -18,33 +14,13 @@ from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import WebDriverWait
 
 from server.app import create_app
-from tests.server.conftest import ServerEnv
-
-
-def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+from tests.server.conftest import ServerEnv, live_server
 
 
 @pytest.fixture
 def live_url(server_env: ServerEnv) -> Iterator[str]:
-    """The app on a real loopback port (the browser cannot reach a TestClient)."""
-    port = free_port()
-    server = uvicorn.Server(
-        uvicorn.Config(
-            create_app(server_env.settings, server_env.stores), host="127.0.0.1", port=port, log_level="warning"
-        )
-    )
-    thread = threading.Thread(target=server.run, daemon=True)
-    thread.start()
-    deadline = time.monotonic() + 60
-    while not server.started and time.monotonic() < deadline:
-        time.sleep(0.05)
-    assert server.started, "uvicorn did not start"
-    yield f"http://127.0.0.1:{port}"
-    server.should_exit = True
-    thread.join(timeout=30)
+    with live_server(server_env.settings, server_env.stores) as url:
+        yield url
 
 
 @pytest.fixture

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import json
+import time
 from typing import Any
 
+import httpx
 from fastapi.testclient import TestClient
 
-from tests.server.conftest import ROOT, fresh_question
+from tests.llm_loopback import loopback_llm
+from tests.server.conftest import ROOT, ServerEnv, fresh_question, live_server
 
 
 def read_events(client: TestClient, body: dict[str, Any]) -> tuple[int, list[tuple[str, dict[str, Any]]]]:
@@ -57,3 +60,24 @@ def test_stream_errors_before_the_first_event_are_plain_http_errors(client: Test
     assert status == 413 and events[0][1]["error"]["code"] == "question_too_long"
     status, events = read_events(client, {"question": "Which port?", "variants": {"rerank": "psychic"}})
     assert status == 400 and events[0][1]["error"]["code"] == "unknown_variant"
+
+
+def test_a_client_that_hangs_up_stops_the_generation(server_env: ServerEnv) -> None:
+    """Over a real socket: read the first sentence, hang up; the model's stream is closed soon after."""
+    with loopback_llm(mode="long", token_delay=0.05) as llm:
+        settings = server_env.settings.model_copy(update={"llm_model": "openai/loopback", "llm_api_base": llm.api_base})
+        with live_server(settings, server_env.stores) as url:
+            body = {
+                "question": fresh_question("Which port does the harbor dashboard listen on?"),
+                "variants": {"generator": "litellm"},
+            }
+            with httpx.stream("POST", f"{url}/v1/query/stream", json=body, headers=ROOT, timeout=60) as response:
+                assert response.status_code == 200
+                for line in response.iter_lines():
+                    if line.startswith("event: sentence"):
+                        break
+            # the response is closed here: the client went away after its first sentence
+            assert llm.disconnected.wait(15), "the generation kept going after the client left"
+            stopped_at = llm.tokens_sent
+            time.sleep(0.5)
+            assert llm.tokens_sent == stopped_at < 12 * 9
