@@ -9,11 +9,13 @@ The rules pick points from distributions, never from one question:
   (`evals/data/off_topic_en.txt`). The floor sits a margin below the `keep` quantile of the
   positives (default: the 2nd percentile, so at most 2% of answerable questions stop at the gate);
   CRAG stays behind the gate for the on-topic questions the documents do not answer.
-- **semantic-cache threshold**: negatives are pairs of *different* golden and reference questions
-  (their nearest neighbour among the others: a false hit there is a wrong answer); positives are
-  paraphrases made by generic rewrites of every golden question ("How do I" -> "How can I", a
-  polite prefix, no question mark...). The threshold is a margin above the highest negative, so no
-  two different calibration questions would share an answer, and the positives' hit rate is reported.
+- **semantic-cache threshold**: negatives are pairs of *different* questions: each golden and
+  reference question's nearest neighbour among the others, and each question with one word swapped
+  for its opposite ("optional"/"required": a false hit there is a wrong answer); positives are
+  rewordings made by generic rewrites of every golden question ("How do I" -> "How can I", a polite
+  prefix, no question mark...). Vectors alone cannot separate them (the swaps score up to 0.99), so
+  a hit also needs the same lexical signature (`pipelines.semantic_cache.lexical_signature`); the
+  threshold is a margin above the highest negative the signature lets through.
 - **CRAG bands** (`fit_crag_bands`): the graded top score of each golden question through the query
   graph, fitted by `pipelines.crag.fit_bands` (answerable vs abstain questions).
 """
@@ -32,7 +34,7 @@ import numpy as np
 
 from evals.golden import GoldenQuestion, load_golden
 from pipelines.calibration_file import calibration_path, write_calibration
-from pipelines.semantic_cache import key_terms
+from pipelines.semantic_cache import lexical_signature
 from pipelines.settings import Settings
 from pipelines.topic_gate import build_centroid, centroid_path, save_centroid
 
@@ -122,44 +124,98 @@ def paraphrases(question: str) -> list[str]:
     return sorted(p for p in out if p and p.lower() != question.lower())
 
 
+# Word swaps that turn a question into a different one with almost the same words: the hard negatives
+# of the semantic cache ("optional" vs "required" must never share an answer).
+_OPPOSITES = [
+    ("optional", "required"),
+    ("enable", "disable"),
+    ("add", "remove"),
+    ("before", "after"),
+    ("first", "last"),
+    ("sync", "async"),
+    ("request", "response"),
+    ("client", "server"),
+    ("install", "uninstall"),
+    ("start", "stop"),
+    ("startup", "shutdown"),
+    ("increase", "decrease"),
+    ("minimum", "maximum"),
+    ("allow", "block"),
+    ("upload", "download"),
+    ("read", "write"),
+    ("open", "close"),
+    ("include", "exclude"),
+    ("encode", "decode"),
+    ("import", "export"),
+    ("public", "private"),
+    ("inside", "outside"),
+    ("default", "custom"),
+    ("header", "body"),
+    ("query", "path"),
+    ("get", "post"),
+    ("can", "cannot"),
+    ("does", "doesn't"),
+    ("is", "isn't"),
+    ("should", "shouldn't"),
+    ("with", "without"),
+    ("old", "new"),
+]
+
+
+def opposites(question: str) -> list[str]:
+    """The question with one word swapped for its opposite, for every swappable word it holds."""
+    out = []
+    for a, b in _OPPOSITES:
+        for x, y in ((a, b), (b, a)):
+            pattern = re.compile(rf"\b{re.escape(x)}\b", re.I)
+            if pattern.search(question):
+                out.append(pattern.sub(y, question, count=1))
+    return out
+
+
 def fit_semantic_threshold(questions: Sequence[str], embed: Embed) -> Fit:
-    """Threshold = a margin above the highest similarity between two different questions (same key terms)."""
+    """Threshold = a margin above the highest similarity between two different questions that the
+    lexical guard lets through (other calibration questions, and each question with one word swapped
+    for its opposite); the tables also show what the similarity alone would do without the guard."""
     if len(questions) < 2:
         raise ValueError("the semantic-cache threshold needs at least two distinct questions")
     vectors = np.stack([embed(q) for q in questions])
     sims = vectors @ vectors.T
     np.fill_diagonal(sims, -1.0)
-    terms = [tuple(key_terms(q)) for q in questions]
-    same_terms = np.array([[a == b for b in terms] for a in terms])
-    nearest_any = sims.max(axis=1)
-    nearest_guarded = np.where(same_terms, sims, -1.0).max(axis=1)
-    positives = np.array(
-        [
-            float(vectors[i] @ embed(p))
-            for i, q in enumerate(questions)
-            for p in paraphrases(q)
-            if key_terms(p) == list(terms[i])
-        ]
+    signatures = [lexical_signature(q) for q in questions]
+    same = np.array([[a == b for b in signatures] for a in signatures])
+    swapped = [(i, o) for i, q in enumerate(questions) for o in opposites(q)]
+    swap_sims = np.array([float(vectors[i] @ embed(o)) for i, o in swapped])
+    swap_same = np.array([lexical_signature(o) == signatures[i] for i, o in swapped], dtype=bool)
+    negatives_any = np.concatenate([sims.max(axis=1), swap_sims])
+    negatives_guarded = np.concatenate([np.where(same, sims, -1.0).max(axis=1), np.where(swap_same, swap_sims, -1.0)])
+    rewrites = [(i, p) for i, q in enumerate(questions) for p in paraphrases(q)]
+    para_sims = np.array([float(vectors[i] @ embed(p)) for i, p in rewrites])
+    para_guarded = np.array(
+        [s if lexical_signature(p) == signatures[i] else -1.0 for (i, p), s in zip(rewrites, para_sims, strict=True)]
     )
     lo, hi = SEMANTIC_BOUNDS
-    threshold = round(min(hi, max(lo, float(nearest_guarded.max()) + SEMANTIC_MARGIN)), 4)
+    threshold = round(min(hi, max(lo, float(negatives_guarded.max()) + SEMANTIC_MARGIN)), 4)
     points = sorted({threshold, *(round(t, 4) for t in np.arange(0.86, 1.0, 0.02))})
     tradeoff = [
         {
             "threshold": t,
-            "paraphrase_hits": round(_share(positives, t, True), 4),
-            "distinct_false_hits": round(_share(nearest_guarded, t, True), 4),
-            "distinct_false_hits_without_key_terms": round(_share(nearest_any, t, True), 4),
+            "paraphrase_hits": round(_share(para_guarded, t, True), 4),
+            "distinct_false_hits": round(_share(negatives_guarded, t, True), 4),
+            "paraphrase_hits_similarity_only": round(_share(para_sims, t, True), 4),
+            "distinct_false_hits_similarity_only": round(_share(negatives_any, t, True), 4),
         }
         for t in points
     ]
     summary = {
         "threshold": threshold,
         "questions": len(questions),
-        "paraphrases": len(positives),
-        "paraphrase_hit_share": round(_share(positives, threshold, True), 4),
-        "highest_distinct_similarity": round(float(nearest_guarded.max()), 4),
-        "highest_distinct_similarity_without_key_terms": round(float(nearest_any.max()), 4),
+        "paraphrases": len(rewrites),
+        "opposite_swaps": len(swapped),
+        "paraphrase_hit_share": round(_share(para_guarded, threshold, True), 4),
+        "distinct_false_hit_share": round(_share(negatives_guarded, threshold, True), 4),
+        "highest_distinct_similarity_guarded": round(float(negatives_guarded.max()), 4),
+        "highest_distinct_similarity_unguarded": round(float(negatives_any.max()), 4),
     }
     return Fit(threshold, summary, tradeoff)
 
@@ -304,14 +360,16 @@ def format_tradeoff(record: dict[str, Any]) -> str:
     sem = record["semantic_cache"]
     lines.append(
         f"semantic cache threshold {sem['threshold']}: {sem['paraphrase_hit_share']:.0%} of {sem['paraphrases']} "
-        f"paraphrases hit; highest similarity of two different questions {sem['highest_distinct_similarity']}"
+        f"rewordings hit, {sem['distinct_false_hit_share']:.0%} false hits among different questions and "
+        f"{sem['opposite_swaps']} opposite-word swaps (highest similarity of two different questions: "
+        f"{sem['highest_distinct_similarity_unguarded']} by vectors alone)"
     )
-    lines.append("  threshold  paraphrase hits  false hits (same key terms)  false hits (ignoring key terms)")
+    lines.append("  threshold  rewordings hit  false hits  | similarity alone: rewordings hit  false hits")
     for row in sem["tradeoff"]:
         mark = " <" if row["threshold"] == sem["threshold"] else ""
         lines.append(
-            f"  {row['threshold']:.4f}  {row['paraphrase_hits']:>15.0%}  {row['distinct_false_hits']:>27.0%}"
-            f"  {row['distinct_false_hits_without_key_terms']:>31.0%}{mark}"
+            f"  {row['threshold']:.4f}  {row['paraphrase_hits']:>14.0%}  {row['distinct_false_hits']:>10.0%}"
+            f"  | {row['paraphrase_hits_similarity_only']:>31.0%}  {row['distinct_false_hits_similarity_only']:>10.0%}{mark}"
         )
     crag = record["crag"]
     if crag.get("fitted"):

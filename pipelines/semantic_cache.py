@@ -4,8 +4,8 @@ Redis here has no vector search, so the question vectors live in the vector stor
 Edge shard per index version in the data dir (`semantic_cache/<version>`). A point holds a question's
 vector and, as payload, the exact-cache key under which Redis keeps the answer, a digest of the cache
 namespace (so a new prompt, model or retrieval profile never reuses an old answer) and the question's
-key terms. Two questions that differ in an identifier or a number ("port 7420" / "port 8080") never
-share an answer, however close their vectors: the key terms must be equal.
+lexical signature (`lexical_signature`): two questions that differ in an identifier, a number, a
+content word or a negation never share an answer, however close their vectors.
 
 Like every cache it fails open: a shard that cannot be opened or read makes the lookup a bypass.
 Qdrant Edge holds a lock on an open shard, so one process per data dir owns it; other processes on
@@ -27,9 +27,12 @@ import numpy as np
 import qdrant_edge as qe
 import structlog
 
+from pipelines.vagueness import FUNCTION_WORDS
+
 log = structlog.get_logger(__name__)
 
 VECTOR = "question"
+_NEGATIONS = frozenset({"not", "no", "never", "cannot", "without", "nor", "neither"})
 _KEY_TERM = re.compile(r"`[^`]+`|[\w./:-]*(?:\d|_|[a-z][A-Z]|\.[a-z]|/|::|--)[\w./:-]*")
 
 
@@ -49,6 +52,30 @@ def key_terms(question: str) -> list[str]:
     return sorted({t.strip("`.,;:?!()'\"").lower() for t in _KEY_TERM.findall(question)} - {""})
 
 
+def _stem(word: str) -> str:
+    for suffix in ("ies", "es", "s"):
+        if word.endswith(suffix) and len(word) > len(suffix) + 2 and not word.endswith("ss"):
+            return word[: -len(suffix)] + ("y" if suffix == "ies" else "")
+    return word
+
+
+def lexical_signature(question: str) -> str:
+    """What two questions must share, besides close vectors, to share an answer: the same key terms,
+    the same content words (function words and plural endings aside) and the same negation.
+
+    Embedding similarity alone cannot tell minimal pairs apart: with bge-small, "How do I declare a
+    query parameter as optional?" and "... as required?" score above 0.99 (docs/operations.md). So the
+    semantic cache only reuses an answer for a rewording: other word order, other function words,
+    politeness, punctuation, singular/plural; a paraphrase with other content words is a miss.
+    """
+    words = re.findall(r"[^\W_]+(?:'[a-z]+)?", question.lower())
+    negations = sum(w in _NEGATIONS or w.endswith("n't") for w in words)
+    content = sorted(
+        {_stem(w) for w in words if w not in FUNCTION_WORDS and w not in _NEGATIONS and not w.endswith("n't")}
+    )
+    return "|".join(key_terms(question)) + "#" + " ".join(content) + f"#neg{negations % 2}"
+
+
 def namespace_digest(namespace: str) -> str:
     return hashlib.sha256(namespace.encode()).hexdigest()[:32]
 
@@ -66,16 +93,16 @@ class SemanticCache:
                     vectors={VECTOR: qe.EdgeVectorParams(size=dimension, distance=qe.Distance.Cosine)}
                 )
                 self._shard = qe.EdgeShard.create(str(path), config)
-                for field in ("namespace", "terms_key"):
+                for field in ("namespace", "signature"):
                     self._shard.update(qe.UpdateOperation.create_field_index(field, qe.PayloadSchemaType.Keyword))
         except Exception as exc:  # locked by another process, or damaged
             raise SemanticCacheUnavailable(f"semantic cache {path} cannot be opened: {exc}") from exc
 
-    def nearest(self, vector: np.ndarray, namespace: str, terms: list[str], threshold: float) -> SemanticMatch | None:
-        """The closest cached question of this namespace with the same key terms, at or above `threshold`."""
+    def nearest(self, vector: np.ndarray, namespace: str, signature: str, threshold: float) -> SemanticMatch | None:
+        """The closest cached question of this namespace with the same lexical signature, at or above `threshold`."""
         must = [
             qe.FieldCondition(key="namespace", match=qe.MatchValue(namespace_digest(namespace))),
-            qe.FieldCondition(key="terms_key", match=qe.MatchValue("|".join(terms))),
+            qe.FieldCondition(key="signature", match=qe.MatchValue(signature)),
         ]
         request = qe.QueryRequest(
             limit=1,
@@ -94,13 +121,13 @@ class SemanticCache:
         payload = points[0].payload or {}
         return SemanticMatch(float(points[0].score), str(payload["key"]), str(points[0].id))
 
-    def add(self, vector: np.ndarray, namespace: str, terms: list[str], exact_key: str) -> None:
+    def add(self, vector: np.ndarray, namespace: str, signature: str, exact_key: str) -> None:
         point = qe.Point(
             id=str(uuid.uuid5(uuid.NAMESPACE_URL, exact_key)),
             vector={VECTOR: vector.astype(float).tolist()},
             payload={
                 "namespace": namespace_digest(namespace),
-                "terms_key": "|".join(terms),
+                "signature": signature,
                 "key": exact_key,
                 "created": int(time.time()),
             },

@@ -19,7 +19,7 @@ import structlog
 
 from pipelines.cache_redis import CacheUnavailable
 from pipelines.ports import Cache
-from pipelines.semantic_cache import SemanticCache, SemanticCacheUnavailable, key_terms
+from pipelines.semantic_cache import SemanticCache, SemanticCacheUnavailable, lexical_signature
 
 log = structlog.get_logger(__name__)
 
@@ -75,15 +75,20 @@ def exact_cache_lookup(exact_cache_key: str, cache: Cache) -> CacheLookup:
     return CacheLookup(cached, "hit" if cached is not None else "miss")
 
 
+def semantic_namespace(cache_namespace: str, cache_prefix: str) -> str:
+    """The exact-cache namespace within this deployment's prefix (answers live under prefixed keys)."""
+    return f"{cache_prefix}\x00{cache_namespace}"
+
+
 def semantic_cache_lookup(
     question: str,
     query_embedding: np.ndarray,
     semantic_setup: SemanticSetup,
-    cache_namespace: str,
+    semantic_namespace: str,
     exact_cache_lookup: CacheLookup,
     cache: Cache,
 ) -> CacheLookup:
-    """The answer of the nearest earlier question of this namespace with the same key terms."""
+    """The answer of the nearest earlier question of this namespace with the same lexical signature."""
     if not semantic_setup.active:
         return CacheLookup(None, "off")
     if semantic_setup.cache is None or exact_cache_lookup.status == "bypass":
@@ -91,7 +96,7 @@ def semantic_cache_lookup(
     assert semantic_setup.threshold is not None
     try:
         match = semantic_setup.cache.nearest(
-            query_embedding, cache_namespace, key_terms(question), semantic_setup.threshold
+            query_embedding, semantic_namespace, lexical_signature(question), semantic_setup.threshold
         )
         if match is None:
             return CacheLookup(None, "miss")

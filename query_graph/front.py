@@ -24,7 +24,7 @@ from pipelines.calibration_file import apply_calibration
 from pipelines.guardrails import Verdict
 from pipelines.ports import Cache, Embedder, VectorIndex
 from pipelines.registry import IndexVersion
-from pipelines.semantic_cache import SemanticCacheUnavailable, key_terms, open_semantic_cache
+from pipelines.semantic_cache import SemanticCacheUnavailable, lexical_signature, open_semantic_cache
 from pipelines.settings import Settings
 from pipelines.topic_gate import Centroids, GateDecision
 from pipelines.vagueness import Vagueness, clarifying_question
@@ -37,7 +37,7 @@ FRONT_STAGES: tuple[tuple[str, ...], ...] = (
     ("guardrail_verdict", "vagueness"),
     ("cache_namespace", "exact_cache_key", "exact_cache_lookup"),
     ("query_embedding", "topic_gate"),
-    ("semantic_cache_lookup",),
+    ("semantic_namespace", "semantic_cache_lookup"),
 )
 NO_ANSWER = "I don't know: the documents do not cover this question."
 _RETRY_SHARD_SECONDS = 60.0
@@ -172,8 +172,8 @@ class FrontHalf:
         try:
             setup.cache.add(
                 front.values["query_embedding"],
-                front.values["cache_namespace"],
-                key_terms(front.inputs["question"]),
+                front.values["semantic_namespace"],
+                lexical_signature(front.inputs["question"]),
                 front.values["exact_cache_key"],
             )
         except SemanticCacheUnavailable as exc:

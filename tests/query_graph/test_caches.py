@@ -1,0 +1,190 @@
+"""Exact cache, semantic cache, topic gate and calibration on a real index, Redis and Qdrant Edge.
+
+Each early exit skips the nodes behind it: shown by the per-node timings of the reply."""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+import time
+
+import redis
+
+from pipelines.cache_redis import RedisCache
+from pipelines.calibration_file import calibration_path
+from pipelines.topic_gate import centroid_path, similarity
+from query_graph.cache import cache_namespace, exact_cache_key
+from tests.query_graph.front_fixtures import (  # noqa: F401 (fixtures)
+    RETRIEVAL_AND_GENERATION,
+    FrontEnv,
+    ServiceFactory,
+    front_env,
+    make_service,
+)
+
+ANSWER_NODES = RETRIEVAL_AND_GENERATION - {"query_embedding"}
+
+
+def test_namespace_changes_with_every_part_that_changes_an_answer() -> None:
+    base = {
+        "index_version": "v1",
+        "index_fingerprint": "fp",
+        "strategy": "heading",
+        "retrieval_profile": "hybrid",
+        "prompt_version": "p1",
+        "generator_model": "extractive",
+        "answer_max_tokens": 512,
+        "calibration_version": "c1",
+    }
+    keys = {exact_cache_key("q", cache_namespace(**base), "pre")}
+    for part, other in [
+        ("index_version", "v2"),
+        ("index_fingerprint", "fp2"),
+        ("strategy", "fixed"),
+        ("retrieval_profile", "dense"),
+        ("prompt_version", "p2"),
+        ("generator_model", "openai/local"),
+        ("answer_max_tokens", 256),
+        ("calibration_version", "c2"),
+    ]:
+        keys.add(exact_cache_key("q", cache_namespace(**{**base, part: other}), "pre"))
+    assert len(keys) == 9
+
+
+def test_exact_hit_skips_embedding_retrieval_and_generation(
+    front_env: FrontEnv,  # noqa: F811
+    make_service: ServiceFactory,  # noqa: F811
+) -> None:
+    service = make_service(cache_ttl_seconds=120)
+    first = service.answer("How long does harbor keep build logs?")
+    second = service.answer("how long does   HARBOR keep build logs?")
+    assert first["status"] == "answered" and first["cache"] == "miss"
+    assert second["cache"] == "hit" and second["answer"] == first["answer"]
+    assert second["guardrail"]["decision"] == "allowed"
+    assert not RETRIEVAL_AND_GENERATION & set(second["timings_ms"]), second["timings_ms"]
+    keys = front_env.redis_keys(service.settings.cache_prefix)
+    assert len(keys) == 1
+    ttl = redis.Redis.from_url(front_env.redis_url).ttl(keys[0])
+    assert 0 < ttl <= 120  # the TTL setting reaches Redis
+
+
+def test_redis_down_is_a_bypass_not_an_error(
+    front_env: FrontEnv,  # noqa: F811
+    make_service: ServiceFactory,  # noqa: F811
+) -> None:
+    front_env.stores.cache = RedisCache("redis://127.0.0.1:1/0")  # a closed port: Redis is down
+    try:
+        reply = make_service(semantic_cache_threshold=0.9).answer("Which port does the harbor dashboard listen on?")
+    finally:
+        front_env.stores.cache = RedisCache(front_env.redis_url)
+    assert reply["status"] == "answered" and reply["cache"] == "bypass"
+    assert reply["cache_detail"]["exact"] == "bypass" and reply["cache_detail"]["semantic"] == "bypass"
+
+
+def test_semantic_hit_reuses_a_paraphrase_answer_and_skips_retrieval(
+    make_service: ServiceFactory,  # noqa: F811
+) -> None:
+    service = make_service(semantic_cache_threshold=0.85)
+    first = service.answer("How long does harbor keep build logs?")
+    assert first["status"] == "answered" and first["cache_detail"]["semantic"] == "miss"
+    para = service.answer("Harbor: how long does it keep the build logs?")
+    assert para["cache"] == "semantic_hit", para["cache_detail"]
+    assert para["answer"] == first["answer"] and para["cache_detail"]["similarity"] >= 0.85
+    assert "query_embedding" in para["timings_ms"] and not ANSWER_NODES & set(para["timings_ms"])
+    again = service.answer("Harbor: how long does it keep the build logs?")
+    assert again["cache"] == "hit"  # the semantic hit was stored under the new question's exact key
+
+
+def test_semantic_cache_never_mixes_different_identifiers_or_words(make_service: ServiceFactory) -> None:  # noqa: F811
+    service = make_service(semantic_cache_threshold=0.5)  # a threshold any two of these questions pass
+    assert service.answer("What does retention_days do?")["status"] == "answered"
+    for other in ("What does max_workers do?", "What doesn't retention_days do?", "What does retention_days undo?"):
+        reply = service.answer(other)
+        assert reply["cache"] == "miss" and reply["cache_detail"]["semantic"] == "miss", other
+        assert "dense_hits" in reply["timings_ms"]
+
+
+def test_semantic_shard_held_by_another_process_is_a_bypass(
+    front_env: FrontEnv,  # noqa: F811
+    make_service: ServiceFactory,  # noqa: F811
+) -> None:
+    from pipelines.semantic_cache import close_semantic_caches
+
+    close_semantic_caches()  # this process lets go of the shard; another one takes it
+    shard = front_env.settings.data_dir / "semantic_cache" / front_env.version
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import sys, time; from pathlib import Path; from pipelines.semantic_cache import SemanticCache;"
+            f"c = SemanticCache(Path({str(shard)!r}), 384); print('held', flush=True); sys.stdin.readline()",
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
+    try:
+        assert holder.stdout is not None and holder.stdout.readline().strip() == "held"
+        reply = make_service(semantic_cache_threshold=0.9).answer("Which port does the harbor dashboard listen on?")
+    finally:
+        holder.communicate("\n", timeout=30)
+    assert reply["status"] == "answered" and reply["cache"] == "miss"
+    assert reply["cache_detail"] == {"exact": "miss", "semantic": "bypass", "similarity": None}
+
+
+def test_topic_gate_abstains_on_off_topic_for_one_dot_product(
+    front_env: FrontEnv,  # noqa: F811
+    make_service: ServiceFactory,  # noqa: F811
+) -> None:
+    probe = make_service()
+    version, index = probe.active()
+    centroid = probe.front.centroids.get(version.version, "heading", index, probe.embedder)
+    assert centroid is not None and centroid_path(front_env.settings.data_dir, version.version, "heading").exists()
+    on = similarity(probe.embedder.embed_query("How long does harbor keep build logs?"), centroid)
+    off = similarity(probe.embedder.embed_query("What is the boiling point of mercury in kelvin?"), centroid)
+    assert on > off
+    service = make_service(topic_floor=round((on + off) / 2, 4))
+    gated = service.answer("What is the boiling point of mercury in kelvin?")
+    assert gated["status"] == "no_answer" and gated["generator"] == "topic_gate"
+    assert gated["topic_gate"]["passed"] is False and gated["topic_gate"]["similarity"] < gated["topic_gate"]["floor"]
+    assert "query_embedding" in gated["timings_ms"] and "topic_gate" in gated["timings_ms"]
+    assert not ANSWER_NODES & set(gated["timings_ms"])
+    assert front_env.redis_keys(service.settings.cache_prefix) == []  # an abstention is not cached
+    passed = service.answer("How long does harbor keep build logs?")
+    assert passed["status"] == "answered" and passed["topic_gate"]["passed"] is True
+
+
+def test_calibration_file_is_read_at_start_for_its_own_model_only(
+    front_env: FrontEnv,  # noqa: F811
+    make_service: ServiceFactory,  # noqa: F811
+) -> None:
+    path = front_env.settings.data_dir / "calibration-test.json"
+    fingerprint = make_service().embedder.fingerprint.digest
+    record = {
+        "created_at": "2026-11-30T00:00:00+00:00",
+        "embedding_fingerprint": fingerprint,
+        "topic_gate": {"floor": 0.123},
+        "semantic_cache": {"threshold": 0.97},
+        "crag": {"lower": 0.5, "upper": 0.6},
+    }
+    path.write_text(json.dumps(record))
+    calibrated = make_service(calibration_file=path)
+    assert calibration_path(calibrated.settings) == path
+    assert (calibrated.settings.topic_floor, calibrated.settings.semantic_cache_threshold) == (0.123, 0.97)
+    assert (calibrated.settings.crag_lower, calibrated.settings.crag_upper) == (0.5, 0.6)
+    explicit = make_service(calibration_file=path, topic_floor=0.2)  # a setting beats the file
+    assert explicit.settings.topic_floor == 0.2 and explicit.settings.semantic_cache_threshold == 0.97
+    path.write_text(json.dumps({**record, "embedding_fingerprint": "another-model"}))
+    other = make_service(calibration_file=path)
+    assert other.settings.topic_floor is None and other.settings.semantic_cache_threshold is None
+
+
+def test_exact_hit_latency_in_process(make_service: ServiceFactory) -> None:  # noqa: F811
+    service = make_service(registry_poll_seconds=60.0)  # as served: the registry is not re-read per request
+    service.answer("Which port does the harbor dashboard listen on?")
+    started = time.perf_counter()
+    for _ in range(20):
+        assert service.answer("Which port does the harbor dashboard listen on?")["cache"] == "hit"
+    per_hit_ms = (time.perf_counter() - started) * 1000 / 20
+    assert per_hit_ms < 50, per_hit_ms  # generous for a loaded CI box; evals/bench_cache.py measures it
