@@ -14,6 +14,7 @@ from pipelines.tracing import RequestTracer
 from query_graph.service import QueryService
 from server.builds import BuildLauncher, BuildTracker, dagster_graphql_launcher
 from server.errors import install_error_handlers
+from server.limits import UploadLimitMiddleware
 from server.metrics import Metrics, MetricsMiddleware
 from server.routes import admin, health, pages, passages, query, stream, voice
 from server.tokens import RateLimiter, TokenStore
@@ -56,6 +57,10 @@ def create_app(
         app.state.builds = BuildTracker(dagster_graphql_launcher(settings), "dagster-webserver")
     else:
         app.state.builds = BuildTracker(build_launcher, "in-process")
+    voice_limit = settings.max_audio_bytes
+    app.add_middleware(
+        UploadLimitMiddleware, limit_for=lambda path: voice_limit if path.startswith("/v1/voice/") else None
+    )
     app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
     install_error_handlers(app)
     app.include_router(health.router)

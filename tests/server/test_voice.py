@@ -37,6 +37,10 @@ def test_bad_audio_is_refused_clearly(make_client: AppFactory) -> None:
             "/v1/voice/transcribe", files={"audio": ("q.wav", b"\0" * 300_000, "audio/wav")}, headers=ROOT
         )
         assert too_big.status_code == 413 and "200000 bytes" in too_big.json()["error"]["message"]
+        just_over = client.post(  # under the multipart slack: refused by the route, after parsing
+            "/v1/voice/transcribe", files={"audio": ("q.wav", b"\0" * 220_000, "audio/wav")}, headers=ROOT
+        )
+        assert just_over.status_code == 413 and "audio exceeds the limit of 200000 bytes" in just_over.text
         too_long = client.post("/v1/voice/query", files={"audio": ("t.wav", tone_wav(3.0), "audio/wav")}, headers=ROOT)
         assert too_long.status_code == 413 and "limit is 2 s" in too_long.json()["error"]["message"]
         missing = client.post("/v1/voice/transcribe", data={"other": "x"}, headers=ROOT)
