@@ -383,3 +383,22 @@ def format_tradeoff(record: dict[str, Any]) -> str:
     else:
         lines.append(f"CRAG bands not fitted: {crag.get('reason')}")
     return "\n".join(lines)
+
+
+def outcomes(service: Any, questions: Sequence[GoldenQuestion]) -> dict[str, Any]:
+    """Replies by expected kind, through a service that reads the calibration: the right kind of
+    reply is `answered` for answer, `no_answer` for abstain and `clarify` for clarify questions."""
+    right = {"answer": "answered", "abstain": "no_answer", "clarify": "clarify"}
+    table: dict[str, dict[str, int]] = {}
+    for question in questions:
+        status = service.answer(question.question)["status"]
+        row = table.setdefault(question.expected, {})
+        row[status] = row.get(status, 0) + 1
+    return {
+        kind: {
+            "questions": sum(row.values()),
+            "right_share": round(row.get(right[kind], 0) / sum(row.values()), 4),
+            **row,
+        }
+        for kind, row in sorted(table.items())
+    }

@@ -15,7 +15,14 @@ from ragline.cli.common import print_json, settings_from, source_options
 
 def cmd_calibrate(args: argparse.Namespace) -> int:
     from assets.build import BuildFailed
-    from evals.calibration import OFF_TOPIC_FILE, calibrate, format_tradeoff, service_grader
+    from evals.calibration import (
+        OFF_TOPIC_FILE,
+        calibrate,
+        calibration_questions,
+        format_tradeoff,
+        outcomes,
+        service_grader,
+    )
     from pipelines.loaders import SourceError
     from pipelines.profiles import open_stores
     from query_graph.service import QueryFailed, QueryService
@@ -50,6 +57,12 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
             grade=grader,
             output=Path(args.output) if args.output else None,
         )
+        if args.check:
+            service.active()[1].close()  # one open handle per shard: the checking service opens its own
+            checking = QueryService(
+                settings.model_copy(update={"cache_prefix": measuring.cache_prefix + ":check"}), stores
+            )
+            record["check"] = outcomes(checking, calibration_questions(golden, checking.active()[0].languages))
     except (BuildFailed, SourceError, QueryFailed, ValueError) as exc:
         print(f"ragline: calibration failed: {exc}", file=sys.stderr)
         return 1
@@ -59,6 +72,8 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         print_json(record)
     else:
         print(format_tradeoff(record))
+        for kind, row in record.get("check", {}).items():
+            print(f"check, {kind} questions: {row}")
         print(f"written to {args.output or settings.calibration_file or settings.data_dir / 'calibration.json'}")
     return 0
 
@@ -74,5 +89,8 @@ def register(commands: Any) -> None:
         "--output", help="calibration file to write (default: RAGLINE_CALIBRATION_FILE or the data dir)"
     )
     parser.add_argument("--skip-crag", action="store_true", help="do not run the graph to fit the CRAG bands")
+    parser.add_argument(
+        "--check", action="store_true", help="then answer the golden questions with the new calibration, by kind"
+    )
     parser.add_argument("--json", action="store_true", help="print the whole calibration record as JSON")
     parser.set_defaults(func=cmd_calibrate)
