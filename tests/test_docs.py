@@ -70,6 +70,10 @@ QUESTIONS = [
     ("How is the default embedding model verified?", "architecture.md"),
     ("How does the cache namespace work?", "architecture.md"),
     ("How do I open the Dagster UI?", "operations.md"),
+    ("How do I use the services profile with real PostgreSQL and Redis?", "operations.md"),
+    ("How do I stream the answer?", "api.md"),
+    ("How do I issue an access token for a CI job?", "operations.md api.md cli.md"),
+    ("What does the status refused mean?", "operations.md api.md architecture.md"),
 ]
 
 
