@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
 
@@ -74,7 +75,13 @@ def _failure(version: str, result: Any) -> str:
     return f"index build {version} failed: {'; '.join(failures + checks) or 'see the Dagster run'}"
 
 
-def build_index(settings: Settings, stores: Stores, request: BuildRequest, force: bool = False) -> BuildOutcome:
+def build_index(
+    settings: Settings,
+    stores: Stores,
+    request: BuildRequest,
+    force: bool = False,
+    progress: Callable[[str, int, int], None] | None = None,
+) -> BuildOutcome:
     """Materialise the graph for `request`: documents, one `chunks` partition per requested strategy, then
     embeddings to activation. A run materialises one partition, so this is 2 + len(strategies) runs
     sharing values through a per-build folder; a failed run (or blocking check) stops the build."""
@@ -84,7 +91,7 @@ def build_index(settings: Settings, stores: Stores, request: BuildRequest, force
     active = stores.registry.active()
     if active is not None and active.version == version and not force:
         return BuildOutcome(version, False, None, time.perf_counter() - started, active.summary())
-    env = IngestionEnv(settings, request, stores, prefetched=documents)
+    env = IngestionEnv(settings, request, stores, prefetched=documents, progress=progress)
     folder = settings.dagster_dir / "io" / version
     resources = {"ragline": env, "io_manager": PickleFolderIOManager(base_dir=str(folder))}
     definitions = [*INGESTION_ASSETS, *INGESTION_CHECKS]

@@ -57,6 +57,17 @@ index_build_schedule = ScheduleDefinition(
 )
 
 
+def source_change_request(settings: Settings, context: SensorEvaluationContext) -> RunRequest | SkipReason:
+    """A run request when the local source's files changed since the cursor (the first look counts as a change)."""
+    fingerprint = source_fingerprint(settings)
+    if fingerprint is None:
+        return SkipReason("the source is not a local directory")
+    if fingerprint == context.cursor:
+        return SkipReason("the source has not changed")
+    context.update_cursor(fingerprint)
+    return RunRequest(run_key=fingerprint)
+
+
 @sensor(
     job=index_build_job,
     minimum_interval_seconds=60,
@@ -64,13 +75,7 @@ index_build_schedule = ScheduleDefinition(
     description="Requests a build when the local source directory's files change (ids, sizes, mtimes).",
 )
 def source_changed_sensor(context: SensorEvaluationContext) -> RunRequest | SkipReason:
-    fingerprint = source_fingerprint(SETTINGS)
-    if fingerprint is None:
-        return SkipReason("the source is not a local directory")
-    if fingerprint == context.cursor:
-        return SkipReason("the source has not changed")
-    context.update_cursor(fingerprint)
-    return RunRequest(run_key=fingerprint)
+    return source_change_request(Settings(), context)  # read afresh: the source may be reconfigured
 
 
 defs = Definitions(

@@ -160,6 +160,8 @@ def embeddings(context: AssetExecutionContext, chunks: dict[str, list[Chunk]]) -
     last = [0.0]
 
     def progress(done: int, total: int) -> None:
+        if env.progress is not None:
+            env.progress("embedding", done, total)
         if time.monotonic() - last[0] > 5 or done == total:
             last[0] = time.monotonic()
             context.log.info(f"embedded {done}/{total} new chunks")

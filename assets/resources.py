@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from functools import cached_property
 
@@ -22,6 +23,8 @@ class IngestionEnv:
     _stores: Stores | None = field(default=None, repr=False)
     # Documents the caller already fetched (to name the version); a URL source is not fetched twice.
     prefetched: list[Document] | None = field(default=None, repr=False)
+    # Called as (stage, done, total) while a long stage runs: the CLI draws its progress bar with it.
+    progress: Callable[[str, int, int], None] | None = field(default=None, repr=False)
 
     @property
     def stores(self) -> Stores:

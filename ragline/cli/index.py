@@ -7,11 +7,30 @@ import sys
 from typing import Any
 
 from ragline.cli.common import print_json, settings_from, source_options
-from ragline.cli.serve import ensure_index
+
+
+class ProgressBar:
+    """A bar on a terminal's stderr; a line every 10% when stderr is a file or pipe."""
+
+    def __init__(self) -> None:
+        self.tty = sys.stderr.isatty()
+        self.shown = -1
+
+    def __call__(self, stage: str, done: int, total: int) -> None:
+        share = done / total if total else 1.0
+        if self.tty:
+            bar = "#" * int(share * 30)
+            print(f"\rragline: {stage} [{bar:<30}] {done}/{total}", end="", file=sys.stderr, flush=True)
+            if done >= total:
+                print(file=sys.stderr)
+        elif int(share * 10) > self.shown:
+            self.shown = int(share * 10)
+            print(f"ragline: {stage} {done}/{total}", file=sys.stderr, flush=True)
 
 
 def cmd_index_build(args: argparse.Namespace) -> int:
-    from assets.build import BuildFailed
+    from assets.build import BuildFailed, build_index
+    from pipelines.indexing import BuildRequest
     from pipelines.loaders import SourceError
     from pipelines.profiles import open_stores
 
@@ -20,7 +39,15 @@ def cmd_index_build(args: argparse.Namespace) -> int:
         settings = settings.model_copy(update={"build_strategies": args.strategy})
     stores = open_stores(settings)
     try:
-        outcome = ensure_index(settings, stores, force=args.force)
+        request = BuildRequest.from_settings(settings)
+        print(f"ragline: indexing {request.source} (only if it changed) ...", file=sys.stderr, flush=True)
+        outcome = build_index(settings, stores, request, force=args.force, progress=ProgressBar())
+        verb = "built and activated" if outcome.built else "already active:"
+        print(
+            f"ragline: {verb} {outcome.version} ({outcome.summary['chunks']} chunks, {outcome.seconds:.1f} s)",
+            file=sys.stderr,
+            flush=True,
+        )
     except (BuildFailed, SourceError, ValueError) as exc:
         print(f"ragline: {exc}", file=sys.stderr)
         return 1

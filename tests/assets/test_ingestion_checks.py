@@ -60,10 +60,16 @@ def test_every_strategy_is_a_partition_checked_and_recorded(
         assert keys == set(STRATEGIES)
 
     # A second version is compared with the active one; retention 1 drops the first one's shard.
+    # A server holding the active shard open locks it: the check uses the score the active version recorded.
     (corpus / "guide" / "extra.md").write_text("# Webhooks\n\nHarbor calls a webhook after every sync.\n")
-    second = build_index(settings, stores, request)
+    held = stores.open_index(row.location)
+    try:
+        second = build_index(settings, stores, request)
+    finally:
+        held.close()
     row = stores.registry.get(second.version)
     assert row is not None and row.checks["retrieval_smoke"]["active_evidence@5"] == 1.0
+    assert "recorded score" in row.checks["retrieval_smoke"]["compared_with"]
     old = stores.registry.get(first.version)
     assert old is not None and old.state == "deleted" and not Path(old.location).exists()
     with pytest.raises(ValueError, match="dropped by retention"):
