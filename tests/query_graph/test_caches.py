@@ -8,6 +8,7 @@ import json
 import subprocess
 import sys
 import time
+from pathlib import Path
 
 import redis
 
@@ -188,3 +189,53 @@ def test_exact_hit_latency_in_process(make_service: ServiceFactory) -> None:  # 
         assert service.answer("Which port does the harbor dashboard listen on?")["cache"] == "hit"
     per_hit_ms = (time.perf_counter() - started) * 1000 / 20
     assert per_hit_ms < 50, per_hit_ms  # generous for a loaded CI box; evals/bench_cache.py measures it
+
+
+HARBOR_GOLDEN = [
+    {"id": "h-1", "question": "Which port does the harbor dashboard listen on?", "expected": "answer"},
+    {"id": "h-2", "question": "How long does harbor keep build logs?", "expected": "answer"},
+    {"id": "h-3", "question": "What does the harbor sync command upload?", "expected": "answer"},
+    {"id": "h-4", "question": "What Python version does harbor need?", "expected": "answer"},
+    {"id": "h-5", "question": "Who painted the Sistine Chapel ceiling?", "expected": "abstain", "type": "off-topic"},
+    {"id": "h-6", "question": "It doesn't work, what's wrong?", "expected": "clarify", "type": "vague"},
+]
+
+
+def test_calibrate_fits_and_writes_what_the_service_reads(
+    front_env: FrontEnv,  # noqa: F811
+    make_service: ServiceFactory,  # noqa: F811
+    tmp_path: Path,
+) -> None:
+    from evals.calibration import calibrate, format_tradeoff, service_grader
+
+    golden = tmp_path / "harbor.jsonl"
+    golden.write_text(
+        "\n".join(json.dumps({"lang": "en", "type": "single-fact", **q}) for q in HARBOR_GOLDEN), encoding="utf-8"
+    )
+    output = tmp_path / "calibration.json"
+    measuring = make_service(topic_floor=None, semantic_cache=False)
+    record = calibrate(measuring, measuring.settings, [golden], grade=service_grader(measuring), output=output)
+    written = json.loads(output.read_text())
+    assert written["embedding_fingerprint"] == measuring.embedder.fingerprint.digest
+    assert written["index_version"] == front_env.version and written["created_at"]
+    assert written["data"]["golden"][0]["sha256"] and written["data"]["off_topic"]["questions"] == 60
+    topic = written["topic_gate"]
+    assert topic["answered_share"] == 1.0 and 0.0 < topic["floor"] < 1.0
+    assert topic["off_topic_abstained_share"] >= 0.9  # harbor is far from general knowledge
+    assert 0.85 <= written["semantic_cache"]["threshold"] <= 0.99
+    assert written["semantic_cache"]["distinct_false_hit_share"] == 0.0
+    assert written["crag"]["fitted"] and written["crag"]["lower"] <= written["crag"]["upper"]
+    text = format_tradeoff(record)
+    assert "topic gate floor" in text and "semantic cache threshold" in text and "CRAG dense bands" in text
+    served = make_service(calibration_file=output)
+    assert served.settings.topic_floor == topic["floor"]
+    gated = served.answer("Who painted the Sistine Chapel ceiling?")
+    assert gated["status"] == "no_answer" and gated["generator"] == "topic_gate"
+    assert served.answer("Which port does the harbor dashboard listen on?")["status"] == "answered"
+
+
+def test_calibrate_command_is_registered() -> None:
+    from ragline.cli import parser
+
+    args = parser().parse_args(["calibrate", "--source", "docs", "--golden", "a.jsonl", "--golden", "b.jsonl"])
+    assert args.command == "calibrate" and args.golden == ["a.jsonl", "b.jsonl"] and callable(args.func)
