@@ -16,7 +16,7 @@ from typing import Any
 import structlog
 
 from evals.golden import GoldenQuestion, evidence_rank, normalise, page_at
-from evals.judge import Judge, JudgedAnswer
+from evals.judge import Judge, JudgedAnswer, strip_markers
 from evals.stats import mean
 from pipelines.citations import MARKER, split_sentences
 from pipelines.documents import Chunk
@@ -42,15 +42,15 @@ def statements(answer: str) -> list[Statement]:
     out = []
     for sentence in split_sentences(answer):
         ids = MARKER.findall(sentence)
-        text = MARKER.sub("", sentence).strip()
+        text = strip_markers(sentence)
         if text:
             out.append(Statement(text, ids))
     return out
 
 
 def quoted_in(text: str, sources: Sequence[str]) -> bool:
-    """The normalised text occurs in one of the normalised sources."""
-    needle = normalise(text)
+    """The normalised text (less its closing punctuation) occurs in one of the normalised sources."""
+    needle = normalise(text).rstrip(".!?。！？ ")
     return bool(needle) and any(needle in normalise(s) for s in sources)
 
 

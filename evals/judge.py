@@ -83,6 +83,11 @@ class JudgedAnswer:
         }
 
 
+def strip_markers(sentence: str) -> str:
+    """A sentence without its citation markers, punctuation closed up where a marker stood before it."""
+    return re.sub(r"\s+([.!?,;:。！？])", r"\1", MARKER.sub("", sentence)).strip()
+
+
 def parse_json_object(text: str) -> dict[str, Any]:
     """The first JSON object in a reply (models sometimes wrap it in a code fence)."""
     match = re.search(r"\{.*\}", text, re.DOTALL)
@@ -97,12 +102,12 @@ def parse_json_object(text: str) -> dict[str, Any]:
 def build_request(question: str, answer: str, sources: Mapping[str, str], facts: Sequence[str]) -> dict[str, Any]:
     numbered = []
     for number, sentence in enumerate(split_sentences(answer), start=1):
-        text = MARKER.sub("", sentence).strip()
+        text = strip_markers(sentence)
         if text:
             numbered.append({"index": number, "statement": text, "cites": MARKER.findall(sentence)})
     return {
         "question": question,
-        "answer": MARKER.sub("", answer).strip(),
+        "answer": strip_markers(answer),
         "statements": numbered,
         "passages": [{"chunk_id": cid, "text": text} for cid, text in sources.items()],
         "facts": list(facts),

@@ -278,9 +278,12 @@ async def main_async(args: argparse.Namespace) -> dict[str, Any]:
             "command": " ".join([Path(sys.executable).name, "-m", "evals.load_http", *sys.argv[1:]]),
             "date": time.strftime("%Y-%m-%d %H:%M UTC", time.gmtime()),
             "machine": f"{os.cpu_count()} cores, {platform.machine()}, Python {platform.python_version()}",
+            # Other work on the machine inflates every figure: record how busy it was.
+            "load_average_before": os.getloadavg()[0],
             "load": await measure(target, levels, args.hits, args.misses, args.streams, args.budget),
             "misbehaving_clients": await misbehaving(target, args.hits),
         }
+        report["load_average_after"] = os.getloadavg()[0]
     finally:
         await target.client.aclose()
         if server is not None:

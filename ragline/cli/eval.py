@@ -69,8 +69,9 @@ class OpenedIndex:
 
 
 @contextmanager
-def opened_index(settings: Settings) -> Iterator[OpenedIndex]:
-    """Build the evaluation index when its content version is not the active one, then open it."""
+def opened_index(settings: Settings, open_vectors: bool = True) -> Iterator[OpenedIndex]:
+    """Build the evaluation index when its content version is not the active one, then open it
+    (`open_vectors=False`: leave opening to a QueryService, which holds its own handle)."""
     from assets.build import build_index
     from pipelines.indexing import BuildRequest
     from pipelines.profiles import open_stores
@@ -85,7 +86,7 @@ def opened_index(settings: Settings) -> Iterator[OpenedIndex]:
         print(f"ragline eval: {verb} {outcome.version} ({outcome.seconds:.1f} s)", file=sys.stderr, flush=True)
         version = stores.registry.active()
         assert version is not None and version.version == outcome.version
-        index = stores.open_index(version.location)
+        index = stores.open_index(version.location) if open_vectors else None
         info = {
             "content_version": version.version,
             "fingerprint": version.fingerprint,
@@ -221,22 +222,33 @@ def _with(settings: Settings, **overrides: Any) -> Settings:
     return Settings(**{**settings.model_dump(), **overrides})
 
 
-def _answer_run(settings: Settings, opened: OpenedIndex, questions: list[Any], judge: Any) -> Any:
+def _answer_run(
+    settings: Settings, opened: OpenedIndex, questions: list[Any], judge: Any, variants: dict[str, str] | None = None
+) -> Any:
     import uuid
 
     from evals.answers import run_answers
     from query_graph.service import QueryFailed, QueryService
 
     # A fresh cache namespace: an evaluation measures the pipeline, never an earlier run's cached replies.
-    fresh = _with(settings, cache_prefix=f"eval-{uuid.uuid4().hex[:12]}")
-    service = QueryService(fresh, opened.stores)
+    service = QueryService(_with(settings, cache_prefix=f"eval-{uuid.uuid4().hex[:12]}"), opened.stores)
+    if variants:
+        options = service.variant_options()
+        for node, variant in variants.items():
+            if variant not in options.get(node, []):
+                raise ValueError(f"--node {node}={variant}: known nodes and variants are {options}")
 
     def on_error(exc: Exception) -> str:
         if isinstance(exc, QueryFailed):
             return exc.code
         raise exc
 
-    return run_answers(questions, service.answer, opened.index, judge, on_error)
+    # The service's own handle on the index (an Edge shard is opened by one handle at a time).
+    index = service.active()[1]
+    try:
+        return run_answers(questions, lambda q: service.answer(q, variants=variants), index, judge, on_error)
+    finally:
+        index.close()
 
 
 def cmd_eval_answers(args: argparse.Namespace) -> int:
@@ -244,7 +256,7 @@ def cmd_eval_answers(args: argparse.Namespace) -> int:
     try:
         settings = eval_settings(base, args.source, args.include, args.exclude, args.strategy, args.embedding_model)
         questions = _golden(args.golden)
-        with opened_index(settings) as opened:
+        with opened_index(settings, open_vectors=False) as opened:
             run = _answer_run(settings, opened, questions, _judge(args))
     except (ValueError, OSError, RuntimeError) as exc:  # RuntimeError: a failed build, reranker or judge
         print(f"ragline eval: {exc}", file=sys.stderr)
@@ -264,11 +276,11 @@ def cmd_eval_ab(args: argparse.Namespace) -> int:
         settings = eval_settings(base, args.source, args.include, args.exclude, args.strategy, args.embedding_model)
         questions = _golden(args.golden)
         runs = {}
-        with opened_index(settings) as opened:
+        with opened_index(settings, open_vectors=False) as opened:
             for node in nodes:
                 for variant, label in zip(node.variants, node.labels(), strict=True):
                     print(f"ragline eval: variant {label} ...", file=sys.stderr, flush=True)
-                    runs[label] = _answer_run(_with(settings, **{node.node: variant}), opened, questions, None)
+                    runs[label] = _answer_run(settings, opened, questions, None, {node.node: variant})
     except (ValueError, OSError, RuntimeError) as exc:  # RuntimeError: a failed build, reranker or judge
         print(f"ragline eval: {exc}", file=sys.stderr)
         return 1

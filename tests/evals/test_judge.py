@@ -46,12 +46,9 @@ def test_unusable_or_unreachable_judge_is_reported_not_scored() -> None:
 def test_answers_are_judged_and_the_control_run_is_unfaithful(settings: Settings, stores: Stores, built) -> None:  # type: ignore[no-untyped-def]
     questions = load_golden(GOLDEN)
     service = QueryService(settings, stores)
-    index = stores.open_index(stores.registry.active().location)  # type: ignore[union-attr]
-    try:
-        with judge_server() as url:
-            run = run_answers(questions, service.answer, index, Judge("openai/judge", f"{url}/v1", "loopback"))
-    finally:
-        index.close()
+    index = service.active()[1]  # the service's own handle: a shard is opened by one handle at a time
+    with judge_server() as url:
+        run = run_answers(questions, service.answer, index, Judge("openai/judge", f"{url}/v1", "loopback"))
     overall = run.overall()
     assert overall["faithfulness"] is not None and overall["faithfulness"] >= 0.9
     assert overall["citation_recall"] is not None and overall["citation_precision"] is not None
