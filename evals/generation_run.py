@@ -24,11 +24,23 @@ from pipelines.profiles import open_stores
 from pipelines.settings import Settings
 from query_graph.service import QueryFailed, QueryService
 
+EXPECTED_STATUS = {"answer": "answered", "abstain": "no_answer", "clarify": "clarify"}
+
+
+def right_kind(rows: list[dict[str, Any]]) -> dict[str, str]:
+    """Per expected kind: how many got the right kind of reply (README scoring rules)."""
+    out = {}
+    for kind, status in EXPECTED_STATUS.items():
+        mine = [r for r in rows if r["expected"] == kind]
+        if mine:
+            out[kind] = f"{sum(r['status'] == status for r in mine)}/{len(mine)}"
+    return out
+
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--golden", type=Path, required=True)
-    parser.add_argument("--limit", type=int, default=10)
+    parser.add_argument("--limit", type=int, default=10, help="first N questions (0: all)")
     parser.add_argument("--variants", type=json.loads, default={"generator": "litellm"})
     parser.add_argument("--top-k", type=int, default=3)
     parser.add_argument("--out", type=Path)
@@ -40,7 +52,7 @@ def main() -> None:
     rows: list[dict[str, Any]] = []
     try:
         service = QueryService(settings, stores)
-        for q in load_golden(args.golden)[: args.limit]:
+        for q in load_golden(args.golden)[: args.limit or None]:
             started = time.perf_counter()
             try:
                 reply = service.answer(q.question, top_k=args.top_k, variants=args.variants)
@@ -61,6 +73,8 @@ def main() -> None:
                     "dropped_sentences": verification.get("dropped_sentences", 0),
                     "unsupported": len(verification.get("unsupported", [])),
                     "provider": (reply.get("provider") or {}).get("model"),
+                    "crag_action": (reply.get("crag") or {}).get("action"),
+                    "crag_score": ((reply.get("crag") or {}).get("scores") or {}).get("initial"),
                     "answer": reply["answer"][:300],
                 }
             )
@@ -71,6 +85,7 @@ def main() -> None:
         "questions": len(rows),
         "errors": {r["id"]: r["error"] for r in rows if "error" in r},
         "statuses": {s: sum(r["status"] == s for r in done) for s in {r["status"] for r in done}},
+        "right_kind": right_kind(done),
         "cited_sentences": sum(r["cited_sentences"] for r in done),
         "attached_citations": sum(r["attached_citations"] for r in done),
         "dropped_sentences": sum(r["dropped_sentences"] for r in done),
