@@ -1,8 +1,10 @@
 """QueryService: runs the query DAG for one question, in two phases.
 
-The front phase (cache lookup) runs first; only a miss executes the answer phase, so a cache hit
-never touches retrieval or generation. Errors carry an HTTP status and a code: infrastructure
-failures are 503s, never a fake `no_answer`.
+The front phase runs first, stage by stage (guardrails and clarify, exact cache, query embedding and
+topic gate, semantic cache: `query_graph/front.py`); a refusal, a clarification, a cache hit or an
+off-topic question ends the request there, so it never touches retrieval or generation. Only the rest
+execute the answer phase. Errors carry an HTTP status and a code: infrastructure failures are 503s,
+never a fake `no_answer`.
 """
 
 from __future__ import annotations
@@ -21,12 +23,12 @@ from pipelines.registry import IndexVersion
 from pipelines.settings import Settings
 from query_graph.active_index import ActiveIndex, FingerprintMismatch, NoActiveIndex, VectorStoreUnavailable
 from query_graph.back_half import BackHalf, failure
-from query_graph.front import FrontHalf
+from query_graph.front import FRONT_STAGES, FrontHalf
 from query_graph.timing import current_timings
 
 log = structlog.get_logger(__name__)
 
-FRONT_NODES = ["exact_cache_key", "exact_cache_lookup"]  # the stages of the front: query_graph/front.py
+FRONT_NODES = [node for stage in FRONT_STAGES for node in stage]  # run stage by stage by FrontHalf.run
 ANSWER_NODES = ["reply"]
 RETRIEVAL_PROFILE = "hybrid-rrf"
 
