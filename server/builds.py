@@ -103,7 +103,7 @@ def dagster_graphql_launcher(
     settings: Settings, poll_seconds: float = 2.0, timeout_seconds: float = 3600
 ) -> BuildLauncher:
     """Submit the `index_build` job to the Dagster webserver and wait for its run to finish."""
-    from dagster_graphql import DagsterGraphQLClient
+    from dagster_graphql import DagsterGraphQLClient, DagsterGraphQLClientError
 
     assert settings.dagster_url
     url = urlparse(settings.dagster_url)
@@ -121,9 +121,17 @@ def dagster_graphql_launcher(
             run_config={"resources": {"ragline": {"config": config}}} if config else {},
             tags={"ragline/trigger": "admin-api"},
         )
-        deadline = time.monotonic() + timeout_seconds
+        deadline, misses = time.monotonic() + timeout_seconds, 0
         while time.monotonic() < deadline:
-            status = client.get_run_status(run_id).value
+            try:
+                status = client.get_run_status(run_id).value
+            except DagsterGraphQLClientError:
+                misses += 1  # a busy webserver may fail one poll; five in a row end the wait
+                if misses >= 5:
+                    raise
+                time.sleep(poll_seconds)
+                continue
+            misses = 0
             if status == "SUCCESS":
                 return {"run_id": run_id, "dagster_status": status}
             if status in ("FAILURE", "CANCELED"):
