@@ -94,3 +94,22 @@ def test_unknown_variant_is_400_listing_the_valid_ones(client: TestClient) -> No
         assert "no-such-variant" in error["message"] and all(name in error["message"] for name in options["rerank"])
     else:
         assert "takes no per-request variant overrides" in error["message"]
+
+
+def test_token_add_command_prints_once_and_stores_the_digest(tmp_path) -> None:  # type: ignore[no-untyped-def]
+    import os
+    import subprocess
+    import sys
+
+    env = {**os.environ, "RAGLINE_HOME": str(tmp_path)}
+    done = subprocess.run(
+        [sys.executable, "-m", "ragline", "token", "add", "ops", "--scope", "admin"],
+        env=env,
+        capture_output=True,
+        text=True,
+        check=True,
+    )
+    token = done.stdout.strip().splitlines()[-1]
+    principal = TokenStore(read_tokens_file(tmp_path / "tokens.json")).identify(token)
+    assert principal is not None and principal.name == "ops" and principal.scopes == {"admin"}
+    assert token not in (tmp_path / "tokens.json").read_text()
