@@ -157,7 +157,13 @@ def build_or_reuse(
         if done % 512 < 16 or done == total:
             log.info("beir_embedding", done=done, total=total)
 
-    embeddings = indexing.embed_chunks(chunks, request, folder / "embedding_cache.sqlite", progress)
+    cache = folder / "embedding_cache.sqlite"
+    # Embed in slices so a stopped build keeps what it embedded (the cache is written per call);
+    # the final call reads every vector back and computes BM25 over the whole corpus.
+    for start in range(0, len(chunks), 512):
+        indexing.embed_chunks(chunks[start : start + 512], request, cache)
+        log.info("beir_embedding", done=min(start + 512, len(chunks)), total=len(chunks))
+    embeddings = indexing.embed_chunks(chunks, request, cache, progress)
     out = writer(folder / key / "shard", embedder.dimension)
     out.upsert(chunks, embeddings.dense, embeddings.sparse)
     out.close()
