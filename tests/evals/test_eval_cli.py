@@ -123,3 +123,29 @@ def test_eval_ab_compares_variants_with_statistics(env: dict[str, str], source: 
     assert out.with_suffix(".md").read_text().startswith("# A/B: fusion")
     pointer = json.loads((Path(env["RAGLINE_HOME"]) / "evals" / "latest.json").read_text())
     assert pointer["json"] == str(out.resolve())
+
+
+def test_eval_beir_scores_a_tiny_beir_folder(env: dict[str, str], tmp_path: Path) -> None:
+    data = tmp_path / "beir"
+    (data / "qrels").mkdir(parents=True)
+    corpus = [
+        {"_id": "d1", "title": "Harbor ports", "text": "The harbor dashboard listens on port 7420 by default."},
+        {"_id": "d2", "title": "Harbor logs", "text": "Harbor keeps build logs for fourteen days."},
+        {"_id": "d3", "title": "Tea", "text": "Green tea is brewed at about eighty degrees."},
+    ]
+    queries = [
+        {"_id": "q1", "text": "which port does the dashboard use"},
+        {"_id": "q2", "text": "how long are logs kept"},
+    ]
+    (data / "corpus.jsonl").write_text("\n".join(json.dumps(c) for c in corpus))
+    (data / "queries.jsonl").write_text("\n".join(json.dumps(q) for q in queries))
+    (data / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\nq1\td1\t1\nq2\td2\t1\n")
+    out = tmp_path / "beir.json"
+    done = ragline(env, "beir", "--data", str(data), "--modes", "dense,bm25,hybrid", "--out", str(out))
+    assert done.returncode == 0, done.stderr
+    report = json.loads(out.read_text())
+    assert set(report["modes"]) == {"dense", "bm25", "hybrid"}
+    for scores in report["modes"].values():
+        assert {"n", "ndcg@10", "recall@100"} <= set(scores) and scores["n"] == 2
+        assert scores["recall@100"] == 1.0  # three documents: every relevant one is within 100
+    assert report["modes"]["hybrid"]["ndcg@10"] == 1.0
