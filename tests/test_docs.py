@@ -52,10 +52,14 @@ def docs_service(tmp_path_factory: pytest.TempPathFactory, embedded: EmbeddedSer
         token="test-token",
     )
     stores = open_stores(settings)
+    service = None
     try:
         build_index(settings, stores, BuildRequest.from_settings(settings))
-        yield QueryService(settings, stores)
+        service = QueryService(settings, stores)
+        yield service
     finally:
+        if service is not None:
+            service.active()[1].close()  # release the shard: Qdrant Edge allows one open handle per process
         stores.close()
         with psycopg.connect(postgres, autocommit=True) as conn:
             conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
