@@ -134,7 +134,10 @@ def clean_documents(
     its translation folder's when the layout names one (`en/`, `es/...`), else the detected one."""
     cleaned = []
     for document in documents:
-        doc = clean_document(document, root)
+        try:
+            doc = clean_document(document, root)
+        except Exception as exc:  # name the page: a cleaner's own error says nothing about which one
+            raise ValueError(f"{document.document_id} ({document.source_uri}) cannot be cleaned: {exc}") from exc
         folder = folder_language(doc.document_id) if language_from_folder else None
         cleaned.append(replace(doc, language=folder or detect_language(doc.text)))
     return cleaned
