@@ -60,6 +60,7 @@ def docs_service(tmp_path_factory: pytest.TempPathFactory, embedded: EmbeddedSer
     finally:
         if service is not None:
             service.active()[1].close()  # release the shard: Qdrant Edge allows one open handle per process
+        stores.cache.flush_prefix(settings.cache_prefix)
         stores.close()
         with psycopg.connect(postgres, autocommit=True) as conn:
             conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
