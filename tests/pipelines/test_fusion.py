@@ -11,7 +11,7 @@ def test_rrf_sums_reciprocal_ranks_with_k() -> None:
     fused = dict(reciprocal_rank_fusion([["a", "b"], ["b", "c"]], k=60))
     assert fused["b"] == pytest.approx(1 / 62 + 1 / 61)
     assert fused["a"] == pytest.approx(1 / 61) and fused["c"] == pytest.approx(1 / 62)
-    assert [item for item, _ in reciprocal_rank_fusion([["a", "b"], ["b", "c"]])][0] == "b"
+    assert next(item for item, _ in reciprocal_rank_fusion([["a", "b"], ["b", "c"]])) == "b"
 
 
 def test_weighted_rrf_lets_one_list_count_more() -> None:
@@ -27,7 +27,7 @@ def test_dbsf_keeps_score_gaps_that_rrf_loses() -> None:
     # Dense is sure of "a" (a wide gap); BM25 barely prefers "b" over "a".
     dense = [("a", 0.95), ("b", 0.30), ("c", 0.29), ("d", 0.28)]
     sparse = [("b", 10.1), ("a", 10.0), ("c", 2.0), ("d", 1.0)]
-    assert [i for i, _ in distribution_based_score_fusion([dense, sparse])][0] == "a"
+    assert next(i for i, _ in distribution_based_score_fusion([dense, sparse])) == "a"
     scores = dict(distribution_based_score_fusion([dense, sparse]))
     assert all(0.0 <= s <= 2.0 for s in scores.values())
 
