@@ -170,7 +170,8 @@ class Settings(BaseSettings):
     )
     rate_limit_burst: int = Field(40, description="Requests a token may make at once before the rate limit applies.")
     dagster_url: str | None = Field(
-        None, description="Dagster webserver URL; index builds go through its GraphQL API when set, in-process otherwise."
+        None,
+        description="Dagster webserver URL; index builds go through its GraphQL API when set, in-process otherwise.",
     )
     dagster_location: str = Field(
         "assets.definitions", description="Code location name of the ingestion job in the Dagster webserver."
@@ -178,7 +179,8 @@ class Settings(BaseSettings):
     max_audio_bytes: int = Field(10_000_000, description="Largest audio upload accepted by the voice routes, in bytes.")
     max_audio_seconds: float = Field(60.0, description="Longest audio accepted by the voice routes, in seconds.")
     whisper_model: str = Field(
-        "whisper-base", description="Speech model: `whisper-base`, `whisper-tiny.en` (packaged) or a local CTranslate2 path."
+        "whisper-base",
+        description="Speech model: `whisper-base`, `whisper-tiny.en` (packaged) or a local CTranslate2 path.",
     )
     langfuse_host: str | None = Field(None, description="Langfuse base URL; tracing is off when unset.")
     langfuse_public_key: str | None = Field(None, description="Langfuse public key.")
