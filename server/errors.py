@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import structlog
 from fastapi import FastAPI, Request
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import JSONResponse
 from starlette.exceptions import HTTPException as StarletteHTTPException
 
 from query_graph.service import QueryFailed
+
+log = structlog.get_logger(__name__)
 
 
 class ApiError(Exception):
@@ -38,3 +41,9 @@ def install_error_handlers(app: FastAPI) -> None:
     async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
         return JSONResponse(error_body(code, str(exc.detail)), status_code=exc.status_code)
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, exc: Exception) -> JSONResponse:
+        # A bug, not a user error: log it whole, answer in the one error shape without internals.
+        log.error("unhandled_error", path=request.url.path, error=repr(exc), exc_info=exc)
+        return JSONResponse(error_body("internal_error", "unexpected server error; see the server log"), status_code=500)

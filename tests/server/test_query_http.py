@@ -71,3 +71,16 @@ def test_openapi_documents_the_query_route(client: TestClient) -> None:
     schema = client.get("/openapi.json").json()
     operation = schema["paths"]["/v1/query"]["post"]
     assert {"200", "401", "413", "422", "503"} <= set(operation["responses"])
+
+
+def test_unexpected_errors_keep_the_error_shape(settings: Settings, stores: Stores, built) -> None:  # type: ignore[no-untyped-def]
+    app = create_app(settings, stores)
+
+    def broken() -> None:
+        raise RuntimeError("a bug")
+
+    app.add_api_route("/v1/broken", broken)
+    with TestClient(app, raise_server_exceptions=False) as test_client:
+        response = test_client.get("/v1/broken")
+    assert response.status_code == 500
+    assert response.json() == {"error": {"code": "internal_error", "message": "unexpected server error; see the server log"}}
