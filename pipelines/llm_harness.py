@@ -193,11 +193,10 @@ class LLMHarness:
 
 
 def _close(response: Any) -> None:
-    for name in ("close", "aclose"):
-        close = getattr(response, name, None)
-        if callable(close) and name == "close":
-            try:
-                close()
-            except Exception as exc:  # closing a broken response may fail again; nothing more to do
-                log.debug("llm_response_close_failed", error=str(exc))
-            return
+    """Close a provider response (its HTTP connection), if it has one."""
+    close = getattr(response, "close", None)
+    if callable(close):
+        try:
+            close()
+        except Exception as exc:  # closing a broken response may fail again; nothing more to do
+            log.debug("llm_response_close_failed", error=str(exc))
