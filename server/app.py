@@ -11,7 +11,7 @@ from pipelines.profiles import Stores, open_stores
 from pipelines.settings import Settings
 from pipelines.speech import Transcriber
 from pipelines.tracing import RequestTracer
-from query_graph.service import QueryService
+from query_graph.service import QueryFailed, QueryService
 from server.builds import BuildLauncher, BuildTracker, dagster_graphql_launcher
 from server.errors import install_error_handlers
 from server.limits import UploadLimitMiddleware
@@ -32,6 +32,7 @@ def create_app(
         own = stores is None
         app.state.stores = stores or open_stores(settings)
         app.state.service = QueryService(settings, app.state.stores)
+        _refuse_mismatched_index(app.state.service)
         try:
             yield
         finally:
@@ -72,6 +73,16 @@ def create_app(
     app.mount("/static", pages.static_files(), name="static")
     app.include_router(admin.router)
     return app
+
+
+def _refuse_mismatched_index(service: QueryService) -> None:
+    """Refuse to start on an index embedded with another model: every answer from it would be wrong.
+    No active index, or an unreachable store, still starts (readiness reports it)."""
+    try:
+        service.check_ready()
+    except QueryFailed as exc:
+        if exc.code == "index_fingerprint_mismatch":
+            raise RuntimeError(f"refusing to start: {exc.message}") from exc
 
 
 def _close_active_index(service: QueryService) -> None:

@@ -83,4 +83,12 @@ def test_unexpected_errors_keep_the_error_shape(settings: Settings, stores: Stor
     with TestClient(app, raise_server_exceptions=False) as test_client:
         response = test_client.get("/v1/broken")
     assert response.status_code == 500
-    assert response.json() == {"error": {"code": "internal_error", "message": "unexpected server error; see the server log"}}
+    assert response.json() == {
+        "error": {"code": "internal_error", "message": "unexpected server error; see the server log"}
+    }
+
+
+def test_server_refuses_to_start_on_an_index_of_another_model(settings: Settings, stores: Stores, built) -> None:  # type: ignore[no-untyped-def]
+    stores.registry.update(built.version, fingerprint="0000000000000000")
+    with pytest.raises(RuntimeError, match="refusing to start"), TestClient(create_app(settings, stores)):
+        pass
