@@ -45,6 +45,8 @@ class Retrieved(BaseModel):
     dense_score: float | None
     bm25_rank: int | None
     bm25_score: float | None
+    rerank_score: float | None = Field(None, description="Cross-encoder probability, when the rerank node ran.")
+    neighbour_of: str | None = Field(None, description="The hit this chunk neighbours, when expansion added it.")
 
 
 class IndexRef(BaseModel):
