@@ -107,7 +107,11 @@ def file_sha256(path: Path) -> str:
 
 def resolve(entry: CatalogueEntry) -> Path:
     """The verified folder of a catalogue entry; raises when a file is missing or altered."""
-    folder = package_folder(entry.package) / entry.folder
+    return verify_folder(entry, package_folder(entry.package) / entry.folder)
+
+
+def verify_folder(entry: CatalogueEntry, folder: Path) -> Path:
+    """`folder` when its artifact matches the catalogue's sha256 (also for a copy placed elsewhere)."""
     artifact = folder / entry.artifact
     if not artifact.is_file():
         raise ModelIntegrityError(f"{entry.name}: {artifact} is missing")

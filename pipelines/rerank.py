@@ -15,7 +15,7 @@ from pathlib import Path
 import numpy as np
 from tokenizers import Tokenizer
 
-from pipelines.model_catalogue import CATALOGUE, ModelIntegrityError, file_sha256, resolve
+from pipelines.model_catalogue import CATALOGUE, ModelIntegrityError, resolve, verify_folder
 
 
 class RerankUnavailable(RuntimeError):
@@ -35,17 +35,8 @@ class CrossEncoderReranker:
             rerankers = [n for n, e in CATALOGUE.items() if e.dimension == 1]
             raise RerankUnavailable(f"unknown reranker {name!r}; catalogue rerankers: {', '.join(rerankers)}")
         try:
-            if folder is None:
-                folder = resolve(entry)
-            else:  # the same files from another folder: still checked against the catalogue's sha256
-                artifact = folder / entry.artifact
-                if not artifact.is_file():
-                    raise ModelIntegrityError(f"{name}: {artifact} is missing")
-                actual = file_sha256(artifact)
-                if actual != entry.sha256:
-                    raise ModelIntegrityError(
-                        f"{name}: sha256 of {artifact} is {actual}, expected {entry.sha256}; refusing to load it"
-                    )
+            # Another folder holds the same files: still checked against the catalogue's sha256.
+            folder = resolve(entry) if folder is None else verify_folder(entry, folder)
             options = ort.SessionOptions()
             options.intra_op_num_threads = threads
             options.inter_op_num_threads = 1
