@@ -50,7 +50,10 @@ def dagster_instance(settings: Settings) -> DagsterInstance:
         storage = f'storage:\n  postgres:\n    postgres_url: "{url}"\n'
     else:
         storage = f"storage:\n  sqlite:\n    base_dir: {folder / 'storage'}\n"
-    text = storage + "telemetry:\n  enabled: false\n"
+    # DefaultRunCoordinator: a run submitted to a webserver on this instance (the admin API's builds)
+    # launches at once; Dagster's default queues it until a dagster-daemon dequeues it.
+    coordinator = "run_coordinator:\n  module: dagster._core.run_coordinator\n  class: DefaultRunCoordinator\n"
+    text = storage + coordinator + "telemetry:\n  enabled: false\n"
     if not config.exists() or config.read_text() != text:
         config.write_text(text)
     return DagsterInstance.from_config(str(folder))

@@ -176,6 +176,10 @@ class Settings(BaseSettings):
     dagster_location: str = Field(
         "assets.definitions", description="Code location name of the ingestion job in the Dagster webserver."
     )
+    dagster_start_timeout_seconds: float = Field(
+        120.0,
+        description="Longest a build's Dagster run may stay QUEUED or NOT_STARTED before the build fails.",
+    )
     max_audio_bytes: int = Field(10_000_000, description="Largest audio upload accepted by the voice routes, in bytes.")
     max_audio_seconds: float = Field(60.0, description="Longest audio accepted by the voice routes, in seconds.")
     whisper_model: str = Field(

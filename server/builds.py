@@ -99,10 +99,26 @@ class BuildTracker:
             build.finished_at = dt.datetime.now(dt.UTC).isoformat()
 
 
+# Run statuses of a run no run worker has picked up yet.
+NOT_LAUNCHED = ("QUEUED", "NOT_STARTED")
+
+
+class RunNotLaunched(RuntimeError):
+    """The webserver accepted the run but nothing launched it (a queued run with no dagster-daemon)."""
+
+
 def dagster_graphql_launcher(
-    settings: Settings, poll_seconds: float = 2.0, timeout_seconds: float = 3600
+    settings: Settings,
+    poll_seconds: float = 1.0,
+    timeout_seconds: float = 3600,
+    start_timeout_seconds: float | None = None,
 ) -> BuildLauncher:
-    """Submit the `index_build` job to the Dagster webserver and wait for its run to finish."""
+    """Submit the `index_build` job to the Dagster webserver and wait for its run to finish.
+
+    A run still QUEUED or NOT_STARTED after `start_timeout_seconds` (default
+    `RAGLINE_DAGSTER_START_TIMEOUT_SECONDS`) fails the build at once instead of waiting out
+    `timeout_seconds`: on an instance with the QueuedRunCoordinator only a dagster-daemon launches runs.
+    """
     from dagster_graphql import DagsterGraphQLClient, DagsterGraphQLClientError
 
     assert settings.dagster_url
@@ -112,6 +128,18 @@ def dagster_graphql_launcher(
         port_number=url.port or (443 if url.scheme == "https" else 80),
         use_https=url.scheme == "https",
     )
+    start_limit = settings.dagster_start_timeout_seconds if start_timeout_seconds is None else start_timeout_seconds
+
+    def give_up(run_id: str, status: str) -> RunNotLaunched:
+        try:  # cancel it, so a daemon started later does not run a build nobody tracks any more
+            client.terminate_run(run_id)
+        except DagsterGraphQLClientError as exc:
+            log.warning("dagster_run_cancel_failed", run_id=run_id, error=str(exc))
+        return RunNotLaunched(
+            f"Dagster run {run_id} was still {status} after {start_limit:.0f} s: nothing launched it. "
+            "Run a dagster-daemon next to the webserver, or give its instance (dagster.yaml) the "
+            "DefaultRunCoordinator as ragline's instance files do"
+        )
 
     def launch(request: BuildRequestBody) -> dict[str, Any]:
         config = {k: v for k, v in {"source": request.source, "strategy": request.strategy}.items() if v}
@@ -121,7 +149,8 @@ def dagster_graphql_launcher(
             run_config={"resources": {"ragline": {"config": config}}} if config else {},
             tags={"ragline/trigger": "admin-api"},
         )
-        deadline, misses = time.monotonic() + timeout_seconds, 0
+        submitted = time.monotonic()
+        deadline, misses = submitted + timeout_seconds, 0
         while time.monotonic() < deadline:
             try:
                 status = client.get_run_status(run_id).value
@@ -136,6 +165,8 @@ def dagster_graphql_launcher(
                 return {"run_id": run_id, "dagster_status": status}
             if status in ("FAILURE", "CANCELED"):
                 raise RuntimeError(f"Dagster run {run_id} ended {status}")
+            if status in NOT_LAUNCHED and time.monotonic() - submitted > start_limit:
+                raise give_up(run_id, status)
             time.sleep(poll_seconds)
         raise TimeoutError(f"Dagster run {run_id} still running after {timeout_seconds:.0f} s")
 

@@ -1,0 +1,164 @@
+"""Admin builds through a real `dagster-webserver` (no dagster-daemon): the instance file the project
+writes lets the webserver launch the run itself, and a run left QUEUED fails the build quickly."""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import socket
+import subprocess
+import sys
+import time
+import uuid
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+
+import httpx
+import psycopg
+import pytest
+from dagster import DagsterInstance, DagsterRunStatus
+from fastapi.testclient import TestClient
+
+from assets.build import dagster_instance
+from pipelines.embedded_services import EmbeddedServices
+from pipelines.profiles import open_stores
+from pipelines.settings import Settings
+from server.app import create_app
+from server.builds import BuildRequestBody, RunNotLaunched, dagster_graphql_launcher
+from server.tokens import issue_token
+from tests.corpus import write_corpus
+from tests.server.test_admin import wait_for_build
+
+REPO = Path(__file__).resolve().parents[2]
+WEBSERVER = str(Path(sys.executable).parent / "dagster-webserver")
+
+
+def free_port() -> int:
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return int(sock.getsockname()[1])
+
+
+def ragline_environment(settings: Settings) -> dict[str, str]:
+    """The settings as RAGLINE_* variables: the webserver's runs read theirs from the environment."""
+    env = {}
+    for name in settings.model_fields_set:
+        value = getattr(settings, name)
+        if value is None:
+            continue
+        text = json.dumps(value) if isinstance(value, list | dict) else str(value)
+        env[f"RAGLINE_{name.upper()}"] = text
+    return env
+
+
+@contextmanager
+def dagster_webserver(dagster_home: Path, settings: Settings) -> Iterator[str]:
+    """`dagster-webserver -w workspace.yaml` on a free loopback port, alone (no daemon), in its own
+    process group so the code server and run workers it spawns are ended with it."""
+    port = free_port()
+    env = {**os.environ, **ragline_environment(settings), "DAGSTER_HOME": str(dagster_home)}
+    env.pop("RAGLINE_DAGSTER_URL", None)
+    log = (dagster_home / "webserver.log").open("w")
+    process = subprocess.Popen(
+        [WEBSERVER, "-h", "127.0.0.1", "-p", str(port), "-w", str(REPO / "workspace.yaml")],
+        cwd=REPO,
+        env=env,
+        stdout=log,
+        stderr=subprocess.STDOUT,
+        start_new_session=True,
+    )
+    url = f"http://127.0.0.1:{port}"
+    try:
+        deadline = time.monotonic() + 180
+        while time.monotonic() < deadline:
+            if process.poll() is not None:
+                raise AssertionError("dagster-webserver exited:\n" + (dagster_home / "webserver.log").read_text())
+            try:
+                if httpx.get(f"{url}/server_info", timeout=2).status_code == 200:
+                    break
+            except httpx.TransportError:
+                pass
+            time.sleep(0.2)
+        else:
+            raise AssertionError("dagster-webserver did not answer /server_info")
+        yield url
+    finally:
+        try:
+            os.killpg(process.pid, signal.SIGTERM)
+            process.wait(timeout=30)
+        except subprocess.TimeoutExpired:
+            os.killpg(process.pid, signal.SIGKILL)
+            process.wait(timeout=30)
+        except ProcessLookupError:
+            pass
+        log.close()
+
+
+@pytest.fixture
+def fresh_settings(tmp_path: Path, embedded: EmbeddedServices) -> Iterator[Settings]:
+    """The services profile over a registry schema of its own, with nothing built yet."""
+    schema = f"t_{uuid.uuid4().hex[:12]}"
+    dsn = os.environ.get("RAGLINE_TEST_POSTGRES_DSN") or embedded.postgres_dsn()
+    yield Settings(
+        profile="services",
+        home=tmp_path / "home",
+        source=write_corpus(tmp_path / "corpus"),
+        exclude=["notes/**"],
+        postgres_dsn=dsn,
+        redis_url=os.environ.get("RAGLINE_TEST_REDIS_URL") or embedded.redis_url(),
+        postgres_schema=schema,
+        cache_prefix=f"test-{uuid.uuid4().hex[:8]}",
+        token="test-token",
+        registry_poll_seconds=0.0,
+    )
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+
+
+def test_admin_build_runs_on_a_webserver_without_daemon(fresh_settings: Settings) -> None:
+    """The instance file ragline writes (Postgres storage, services profile) makes the webserver launch
+    the `index_build` run itself; the build activates a first version of the fixture corpus."""
+    settings = fresh_settings
+    dagster_instance(settings).dispose()  # writes <data dir>/dagster/dagster.yaml, as a first build does
+    assert "DefaultRunCoordinator" in (settings.dagster_dir / "dagster.yaml").read_text()
+    operator = {"Authorization": f"Bearer {issue_token(settings, 'operator', ['admin'])}"}
+    stores = open_stores(settings)
+    try:
+        assert stores.registry.active() is None
+        with dagster_webserver(settings.dagster_dir, settings) as url:
+            app_settings = settings.model_copy(update={"dagster_url": url, "dagster_start_timeout_seconds": 60.0})
+            with TestClient(create_app(app_settings, stores)) as client:
+                started = client.post("/v1/admin/index/builds", json={}, headers=operator)
+                assert started.status_code == 202 and started.json()["via"] == "dagster-webserver"
+                build = wait_for_build(client, started.json()["id"], operator)
+                assert build["state"] == "succeeded", build["error"]
+                assert build["result"]["dagster_status"] == "SUCCESS"
+                active = stores.registry.active()
+                assert active is not None and active.state == "active"
+                assert client.get("/v1/index", headers=operator).json()["content_version"] == active.version
+    finally:
+        stores.close()
+
+
+def test_a_run_nothing_launches_fails_the_build_quickly(tmp_path: Path) -> None:
+    """Dagster's default instance (QueuedRunCoordinator) with no daemon: the run stays QUEUED, and the
+    launcher gives up after its start timeout, cancels the run and names the fix."""
+    settings = Settings(home=tmp_path / "home", source=write_corpus(tmp_path / "corpus"))
+    home = tmp_path / "queued-instance"
+    home.mkdir()
+    (home / "dagster.yaml").write_text(
+        f"storage:\n  sqlite:\n    base_dir: {home / 'storage'}\ntelemetry:\n  enabled: false\n"
+    )
+    with dagster_webserver(home, settings) as url:
+        launcher = dagster_graphql_launcher(
+            settings.model_copy(update={"dagster_url": url}), poll_seconds=0.5, start_timeout_seconds=3.0
+        )
+        started = time.monotonic()
+        with pytest.raises(RunNotLaunched, match=r"QUEUED after 3 s.*dagster-daemon.*DefaultRunCoordinator"):
+            launcher(BuildRequestBody())
+        assert time.monotonic() - started < 30
+        with DagsterInstance.from_config(str(home)) as instance:
+            runs = instance.get_runs()
+            assert len(runs) == 1 and runs[0].status == DagsterRunStatus.CANCELED
