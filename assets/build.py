@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import shutil
 import time
 from collections.abc import Callable
@@ -64,6 +65,21 @@ def planned_version(request: BuildRequest) -> str:
     return indexing.version_of(request, indexing.fetch_documents(request))
 
 
+def _check_failure(evaluation: Any) -> str:
+    """`<check> failed: <sub-checks> (<first examples>)`: enough to act on without opening Dagster."""
+    metadata = evaluation.metadata or {}
+    failed = getattr(metadata.get("failed"), "value", None)
+    results = getattr(metadata.get("results"), "value", None) or {}
+    details = []
+    for name in str(failed or "").split(", "):
+        result = results.get(name) if isinstance(results, dict) else None
+        if isinstance(result, dict):
+            shown = {k: v for k, v in result.items() if k != "passed"}
+            details.append(f"{name} {json.dumps(shown, default=str)[:300]}")
+    text = f"{evaluation.check_name} failed"
+    return f"{text}: {'; '.join(details)}" if details else text
+
+
 def _failure(version: str, result: Any) -> str:
     failures = [
         str(event.event_specific_data.error.message).strip()  # type: ignore[union-attr]
@@ -71,7 +87,7 @@ def _failure(version: str, result: Any) -> str:
         if event.is_step_failure
     ]
     checks = [
-        f"{e.asset_check_evaluation_data.check_name} failed"  # type: ignore[union-attr]
+        _check_failure(e.asset_check_evaluation_data)  # type: ignore[union-attr]
         for e in result.all_events
         if e.event_type_value == "ASSET_CHECK_EVALUATION" and not e.asset_check_evaluation_data.passed  # type: ignore[union-attr]
     ]

@@ -114,14 +114,29 @@ def _split_code(block: str, count: TokenCounter, limit: int) -> list[str]:
 
 def _split_table(block: str, count: TokenCounter, limit: int) -> list[str]:
     rows = block.split("\n")
-    header = rows[:2]
-    pieces, current = [], []
+    header: list[str] = rows[:2]
+    pieces: list[str] = []
+    if count("\n".join(header)) > limit // 2:
+        # A header too heavy to repeat (GitLab pads its cells to the widest row): it goes once, first.
+        lead = "\n".join(header)
+        pieces = [lead] if count(lead) <= limit else _split_prose(lead, count, limit)
+        header = []
+    current: list[str] = []
     for row in rows[2:]:
+        if count("\n".join([*header, row])) > limit:
+            # A row too wide to sit under its header (padded header cells cost tokens too): the row
+            # goes alone, cut like prose if it must be, rather than over the limit.
+            if current:
+                pieces.append("\n".join([*header, *current]))
+                current = []
+            pieces.extend([row] if count(row) <= limit else _split_prose(row, count, limit))
+            continue
         if current and count("\n".join([*header, *current, row])) > limit:
             pieces.append("\n".join([*header, *current]))
             current = []
         current.append(row)
-    pieces.append("\n".join([*header, *current]))
+    if current or not pieces:
+        pieces.append("\n".join([*header, *current]))
     return pieces
 
 

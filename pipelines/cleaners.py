@@ -114,6 +114,9 @@ def shortcode_line(line: str) -> str | None:
     return _SHORTCODE.sub(label, line).strip()
 
 
+_TABLE_DELIMITER = re.compile(r"^\|?\s*:?-{3,}:?\s*(\|\s*:?-{3,}:?\s*)*\|?$")
+
+
 def clean_markdown(text: str, document_id: str = "", root: Path | None = None) -> tuple[str, str]:
     """Return (clean text, title)."""
     title = ""
@@ -157,6 +160,11 @@ def clean_markdown(text: str, document_id: str = "", root: Path | None = None) -
         short = shortcode_line(line)
         if short is not None:
             lines.append(short)
+            continue
+        if _TABLE_DELIMITER.match(stripped):
+            # `|-----...-----|` padded to the widest row: every dash is a token to the embedder's
+            # tokenizer, so a wide table's header alone could fill a chunk. Markdown needs three.
+            lines.append(re.sub(r"-{3,}", "---", line.rstrip()))
             continue
         heading = _HEADING.match(stripped)
         if heading and not title:

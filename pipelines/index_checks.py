@@ -25,7 +25,6 @@ CheckResult = dict[str, Any]
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？])\s+")
 _HEADING_LINE = re.compile(r"^#{1,6}\s+(.*?)\s*$")
 _ANCHOR = re.compile(r"\s*\{\s*#[\w\-]+\s*\}\s*$")
-_FENCE = re.compile(r"^\s*(```|~~~)\S*\s*$")
 
 
 def _norm(text: str) -> str:
@@ -37,12 +36,17 @@ def document_units(text: str) -> Iterable[tuple[str, bool]]:
 
     Lines first (code and table rows stay whole in every strategy), then sentences within a line.
     """
+    in_fence = False
     for line in text.splitlines():
-        if not line.strip() or _FENCE.match(line):
+        if line.strip().startswith(("```", "~~~")):  # as the chunkers see fences
+            in_fence = not in_fence
             continue
-        heading = _HEADING_LINE.match(line.strip())
+        if not line.strip():
+            continue
+        # Inside a fence, `# limits:` is a shell or YAML comment, not a heading.
+        heading = None if in_fence else _HEADING_LINE.match(line.strip())
         if heading:
-            yield _ANCHOR.sub("", heading.group(1)).strip(), True
+            yield _norm(_ANCHOR.sub("", heading.group(1))), True
             continue
         for sentence in _SENTENCE_END.split(line):
             if sentence.strip():

@@ -48,7 +48,8 @@ def test_unchanged_source_is_not_rebuilt_and_a_change_makes_a_new_version(
 def test_a_failing_check_leaves_the_active_index_alone(settings: Settings, stores: Stores, built, corpus: Path) -> None:  # type: ignore[no-untyped-def]
     # One unbreakable 'word' of ~2000 tokens: the chunker cannot cut it, the token-limit check must block activation.
     (corpus / "guide" / "blob.md").write_text("# Blob\n\n" + "ab1-" * 1000 + "\n")
-    with pytest.raises(BuildFailed, match="chunks_are_sound"):
+    # The message names the sub-check, so the operator need not open Dagster to learn why.
+    with pytest.raises(BuildFailed, match="chunks_are_sound failed: chunks_within_token_limit"):
         build_index(settings, stores, BuildRequest.from_settings(settings))
     assert stores.registry.active().version == built.version  # type: ignore[union-attr]
 

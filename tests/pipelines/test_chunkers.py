@@ -127,3 +127,33 @@ def test_an_enormous_sentence_keeps_its_place() -> None:
 
     pieces = _split_prose("Short one. " + "word " * 30 + "end. Last.", lambda s: len(s.split()), 10)
     assert pieces[0] == "Short one." and pieces[-1].endswith("Last.")
+
+
+def test_a_table_row_wider_than_its_header_allows_stays_within_the_limit() -> None:
+    # GitLab's settings tables pad their header cells: header + one long row exceeded the limit.
+    from pipelines.chunkers import STRATEGIES, chunk_document
+    from pipelines.index_checks import lost_text
+
+    # Header cells long enough that header + row cannot share a chunk; the delimiter row is padded too.
+    wide = " ".join(f"column{i}" for i in range(40))
+    header = f"| Setting | Description of {wide} |\n|" + "-" * 70 + "|" + "-" * 210 + "|"
+    long_row = "| `output_limit` | " + " ".join(f"The limit applies to job log number {i}." for i in range(25)) + " |"
+    page = doc(f"# Runners\n\n{header}\n| `name` | The runner's name. |\n{long_row}\n| `url` | The URL. |\n")
+    for strategy in STRATEGIES:
+        chunks = chunk_document(page, strategy, COUNT, target=100, limit=120, overlap=20)
+        assert all(c.token_count <= 120 for c in chunks), strategy
+        assert lost_text([page], chunks)["passed"], strategy
+
+
+def test_comment_lines_in_code_fences_are_not_taken_for_headings() -> None:
+    from pipelines.chunkers import chunk_document
+    from pipelines.index_checks import lost_text
+
+    page = doc("# Sizing\n\nSet the limits.\n\n```yaml\nresources:\n# limits:\n#   memory: 4G   # = (2 * 1.5G)\n```\n")
+    chunks = chunk_document(page, "sentence_window", COUNT, target=100, limit=120, overlap=20)
+    assert lost_text([page], chunks)["passed"]
+
+
+def test_padded_table_delimiter_rows_are_compacted() -> None:
+    clean, _ = clean_markdown("# T\n\n| a | b |\n|:-----------|-------------:|\n| 1 | 2 |\n")
+    assert "|:---|---:|" in clean.replace(" ", "")
