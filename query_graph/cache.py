@@ -18,6 +18,7 @@ import numpy as np
 import structlog
 
 from pipelines.cache_redis import CacheUnavailable
+from pipelines.guardrails import LanguageGuess
 from pipelines.ports import Cache
 from pipelines.semantic_cache import SemanticCache, SemanticCacheUnavailable, lexical_signature
 
@@ -62,8 +63,17 @@ def cache_namespace(
     return json.dumps([*parts, answer_max_tokens, calibration_version])
 
 
-def exact_cache_key(normalized_question: str, cache_namespace: str, cache_prefix: str) -> str:
-    digest = hashlib.sha256(f"{cache_namespace}\x00{normalized_question}".encode()).hexdigest()
+def exact_cache_key(
+    normalized_question: str, cache_namespace: str, cache_prefix: str, guardrail_language: LanguageGuess | None = None
+) -> str:
+    """The key of the question's answer. The language joins it only when it came from speech and differs
+    from what the words alone give: then the nodes after the gate see another language than a typed
+    question with the same words would (coverage reads it), so the two must not share an answer. A
+    spoken question whose language its words confirm shares the typed question's entry."""
+    text = f"{cache_namespace}\x00{normalized_question}"
+    if guardrail_language is not None and guardrail_language.overrides_text:
+        text += f"\x00language={guardrail_language.language}"
+    digest = hashlib.sha256(text.encode()).hexdigest()
     return f"{cache_prefix}:exact:{digest}"
 
 

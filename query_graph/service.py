@@ -17,6 +17,7 @@ import structlog
 
 from pipelines.cache_redis import CacheUnavailable
 from pipelines.embedders import load_embedder
+from pipelines.guardrails import SpokenLanguage
 from pipelines.ports import StoreUnavailable, VectorIndex
 from pipelines.profiles import Stores
 from pipelines.registry import IndexVersion
@@ -84,7 +85,12 @@ class QueryService:
         top_k: int | None = None,
         overrides: dict[str, Any] | None = None,
         variants: dict[str, str] | None = None,
+        language: str | None = None,
+        language_probability: float | None = None,
     ) -> dict[str, Any]:
+        """`language` (ISO code) is the language the question was spoken in, with the transcriber's
+        `language_probability`: the language gate judges it instead of the words when it is sure enough
+        (pipelines/guardrails.py `question_language`)."""
         started = time.perf_counter()
         timings: dict[str, float] = {}
         token = current_timings.set(timings)
@@ -114,6 +120,7 @@ class QueryService:
                 "generator_model": self.settings.generator_model,
                 "answer_max_tokens": self.settings.answer_max_tokens,
                 "cache_prefix": self.settings.cache_prefix,
+                "spoken_language": SpokenLanguage(language, language_probability) if language else None,
             }
             try:
                 inputs.update(self.back.inputs(chosen, inputs["top_k"]))

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import inspect
 from typing import Annotated, Any
 
 from fastapi import APIRouter, File, Request, UploadFile
@@ -61,15 +60,19 @@ async def voice_transcribe(request: Request, audio: AudioField, settings: Settin
 async def voice_query(
     request: Request, audio: AudioField, service: ServiceDep, settings: SettingsDep
 ) -> dict[str, Any]:
-    """Transcribe the clip and answer it like POST /v1/query; the reply carries the transcript."""
+    """Transcribe the clip and answer it like POST /v1/query; the reply carries the transcript. The language
+    gate judges the language whisper heard when it is sure enough (`guardrail.language_source`: `speech`)."""
     transcript = await transcribe(request, audio, settings)
     if not transcript.text.strip():
         raise ApiError(400, "no_speech", "no speech was recognised in the audio")
     check_question(transcript.text, settings)
-    kwargs: dict[str, Any] = {}
-    if "language" in inspect.signature(service.answer).parameters:
-        kwargs["language"] = transcript.language  # the detected language steers the language gate
-    reply = await run_in_threadpool(service.answer, transcript.text, **kwargs)
+    # Whisper's language (and how sure it is) goes to the language gate instead of the transcript's words.
+    reply = await run_in_threadpool(
+        service.answer,
+        transcript.text,
+        language=transcript.language,
+        language_probability=transcript.language_probability,
+    )
     reply = {**reply, "transcript": transcript.as_dict()}
     observe_reply(request, reply, transcript.text, "/v1/voice/query")
     return reply

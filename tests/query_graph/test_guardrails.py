@@ -49,7 +49,7 @@ def test_refusal_runs_nothing_behind_the_guardrails_and_is_not_cached(
 
 def test_allowed_question_reports_the_guardrail_decision(make_service: ServiceFactory) -> None:  # noqa: F811
     reply = make_service().answer("How do I ignore a file in .gitignore for harbor builds?")
-    assert reply["guardrail"] == {"decision": "allowed", "rule": None, "language": "en"}
+    assert reply["guardrail"] == {"decision": "allowed", "rule": None, "language": "en", "language_source": "text"}
     assert reply["status"] in ("answered", "no_answer")
 
 

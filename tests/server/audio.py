@@ -9,9 +9,10 @@ import av
 import numpy as np
 
 
-def spoken(text: str) -> bytes:
-    """A wav of `text` spoken by espeak-ng (installed by scripts/system-deps.sh)."""
-    done = subprocess.run(["espeak-ng", "-v", "en-us", "-s", "150", "--stdout", text], capture_output=True, check=True)
+def spoken(text: str, voice: str = "en-us", speed: int = 150) -> bytes:
+    """A wav of `text` spoken by espeak-ng (installed by scripts/system-deps.sh) in one of its voices."""
+    command = ["espeak-ng", "-v", voice, "-s", str(speed), "--stdout", text]
+    done = subprocess.run(command, capture_output=True, check=True)
     return done.stdout
 
 

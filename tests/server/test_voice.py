@@ -16,6 +16,7 @@ def test_spoken_question_gets_a_cited_answer_with_its_transcript(client: TestCli
     body = response.json()
     transcript = body["transcript"]
     assert transcript["language"] == "en" and transcript["model"] == "whisper-base"
+    assert body["guardrail"]["language"] == "en" and body["guardrail"]["language_source"] == "speech"
     assert "dashboard" in transcript["text"].lower() and "port" in transcript["text"].lower()
     assert body["status"] == "answered" and "7420" in body["answer"] and body["citations"]
 
