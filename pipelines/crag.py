@@ -19,7 +19,7 @@ from pipelines.bm25 import analyze
 from pipelines.extractive import QUESTION_WORDS, prose_units
 
 # Words that only say a sentence is a question or a request; the rewrite drops them.
-_FILLER = frozenset(
+FILLER = frozenset(
     {
         "how",
         "what",
@@ -93,7 +93,7 @@ def rewrite_query(question: str) -> str:
     contain, with both the identifier and its words (which BM25 and the embedder each prefer)."""
     words: list[str] = []
     for token in _WORD.findall(question):
-        if token.lower() in _FILLER:
+        if token.lower() in FILLER:
             continue
         words.append(token)
         parts = [p for p in re.split(r"[._\-/]+", token) if p]

@@ -117,6 +117,10 @@ class Settings(BaseSettings):
     rerank_depth: int = Field(30, description="Fused candidates the cross-encoder scores.")
     rerank_max_tokens: int = Field(256, description="Longest (question, passage) pair the cross-encoder reads.")
     neighbours: bool = Field(False, description="Add each hit's adjacent chunks (same document, position ±1).")
+    coverage: Literal["vocabulary", "off"] = Field(
+        "vocabulary",
+        description="Coverage check: no answer when the corpus never mentions a name or most words of the question.",
+    )
     crag: Literal["graded", "off"] = Field("graded", description="CRAG variant: grade retrieval and act, or not.")
     crag_lower: float = Field(0.55, description="CRAG: top dense cosine below this rewrites the query.")
     crag_upper: float = Field(0.70, description="CRAG: top dense cosine at or above this generates directly.")

@@ -13,6 +13,7 @@ import numpy as np
 import structlog
 from hamilton.function_modifiers import config
 
+from pipelines.coverage import Coverage
 from pipelines.crag import Bands, action, knowledge_strips, rewrite_query
 from pipelines.llm_harness import GenerationUnavailable, LLMHarness
 from pipelines.ports import VectorIndex
@@ -106,10 +107,15 @@ def crag_outcome__off(reranked_candidates: list[Candidate]) -> CragOutcome:
 
 
 def context_candidates(
-    question: str, crag_outcome: CragOutcome, vector_index: VectorIndex, neighbours: bool
+    question: str,
+    crag_outcome: CragOutcome,
+    question_coverage: Coverage,
+    vector_index: VectorIndex,
+    neighbours: bool,
 ) -> list[Candidate]:
-    """What the generator sees: none after `no_answer`; neighbours added; strips when refining."""
-    if crag_outcome.action == "no_answer":
+    """What the generator sees: none after `no_answer` or when the corpus does not cover the question;
+    neighbours added; strips when refining."""
+    if crag_outcome.action == "no_answer" or not question_coverage.covered:
         return []
     context = crag_outcome.candidates
     if neighbours:

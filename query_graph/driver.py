@@ -8,14 +8,26 @@ from typing import Any
 
 from hamilton import driver
 
-from query_graph import cache, crag, gate, generation, guardrails, reply, rerank, retrieval, validation, verification
+from query_graph import (
+    cache,
+    coverage,
+    crag,
+    gate,
+    generation,
+    guardrails,
+    reply,
+    rerank,
+    retrieval,
+    validation,
+    verification,
+)
 from query_graph.port_inputs import PortAwareInputCheck
 from query_graph.timing import NodeTimer
 
 # Hamilton logs an advert at ERROR level before re-raising any node error; we report errors ourselves.
 logging.getLogger("hamilton.driver").setLevel(logging.CRITICAL)
 
-MODULES = (guardrails, cache, gate, retrieval, rerank, crag, generation, validation, verification, reply)
+MODULES = (guardrails, cache, gate, retrieval, coverage, rerank, crag, generation, validation, verification, reply)
 
 
 def build_driver(config: dict[str, Any] | None = None) -> driver.Driver:

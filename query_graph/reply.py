@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pipelines.coverage import Coverage
 from query_graph.crag import CragOutcome
 from query_graph.generation import Draft
 from query_graph.retrieval import Candidate
@@ -17,6 +18,7 @@ def reply(
     draft_answer: Draft,
     context_candidates: list[Candidate],
     crag_outcome: CragOutcome,
+    question_coverage: Coverage,
 ) -> dict[str, Any]:
     by_id = {c.chunk.chunk_id: c for c in context_candidates}
     cited = list(dict.fromkeys(cid for s in verified_answer.sentences for cid in s.chunk_ids))
@@ -37,6 +39,8 @@ def reply(
         status, answer = "answered", verified_answer.text
     else:
         status, answer = "no_answer", NO_ANSWER_TEXT
+        if question_coverage.uncovered_names:  # say what is missing: the user can check it
+            answer += " The documents never mention: " + ", ".join(question_coverage.uncovered_names) + "."
     shown = context_candidates if context_candidates else crag_outcome.candidates
     return {
         "status": status,
@@ -46,6 +50,7 @@ def reply(
         "generator": draft_answer.generator,
         "provider": draft_answer.provider,
         "crag": crag_outcome.trace,
+        "coverage": question_coverage.as_reply(),
         "verification": {
             **verified_answer.report,
             "attached_citations": draft_answer.attached,

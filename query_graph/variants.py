@@ -15,6 +15,7 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "bm25_engine": ("qdrant", "memory"),
     "fusion": ("rrf", "weighted_rrf", "dbsf"),
     "rerank": ("none", "cross_encoder"),
+    "coverage": ("vocabulary", "off"),
     "crag": ("graded", "off"),
     "generator": ("extractive", "litellm"),
     "verify": ("off", "lexical", "llm"),

@@ -1,0 +1,40 @@
+"""The coverage node on a real index: a question naming what the corpus never mentions gets no answer."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from tests.query_graph.harbor import Harbor, harbor_index
+
+
+@pytest.fixture(scope="module")
+def harbor(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Harbor]:
+    with harbor_index(tmp_path_factory.mktemp("harbor"), request) as index:
+        yield index
+
+
+def test_an_unknown_name_gets_no_answer_that_says_what_is_missing(harbor: Harbor) -> None:
+    reply = harbor.service().answer("How do I run harbor sync from a Jenkins pipeline?")
+    assert reply["status"] == "no_answer" and reply["citations"] == []
+    assert reply["coverage"]["rule"] == "names" and reply["coverage"]["uncovered_names"] == ["Jenkins"]
+    assert "Jenkins" in reply["answer"]
+    assert "question_coverage" in reply["timings_ms"]  # timed like every node
+
+
+def test_a_covered_question_is_answered_with_the_check_reported(harbor: Harbor) -> None:
+    reply = harbor.service().answer("Which port does the harbor dashboard listen on?")
+    assert reply["status"] == "answered" and "7420" in reply["answer"]
+    assert reply["coverage"]["covered"] is True and reply["coverage"]["rule"] is None
+
+
+def test_mostly_unknown_words_get_no_answer(harbor: Harbor) -> None:
+    reply = harbor.service().answer("What is the boiling point of mercury in kelvin?")
+    assert reply["status"] == "no_answer" and reply["coverage"]["rule"] == "vocabulary"
+
+
+def test_coverage_off_leaves_the_decision_to_crag_and_the_generator(harbor: Harbor) -> None:
+    reply = harbor.service().answer("How do I run harbor sync from a Jenkins pipeline?", variants={"coverage": "off"})
+    assert reply["coverage"]["covered"] is True and reply["variants"]["coverage"] == "off"
+    assert reply["status"] == "answered" and "harbor sync" in reply["answer"]
