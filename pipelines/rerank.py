@@ -8,13 +8,15 @@ file raises `RerankUnavailable`, and so does a failed run: rerank fails closed (
 from __future__ import annotations
 
 import math
+import re
 import threading
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
 
 import numpy as np
 from tokenizers import Tokenizer
 
+from pipelines.bm25 import analyze
 from pipelines.model_catalogue import CATALOGUE, ModelIntegrityError, resolve, verify_folder
 
 
@@ -26,8 +28,30 @@ def probability(logit: float) -> float:
     return 1.0 / (1.0 + math.exp(-logit))
 
 
+def best_window(question: str, passage: str, budget: int, count: Callable[[str], int]) -> str:
+    """The passage itself when it fits `budget` tokens, else its run of sentences within the budget
+    that covers most of the question's content words (ties: the earliest)."""
+    if count(passage) <= budget:
+        return passage
+    terms = set(analyze(question))
+    units = [u for u in re.split(r"(?<=[.!?:])\s+|\n+", passage) if u.strip()]
+    costs = [count(u) for u in units]
+    vocab = [set(analyze(u)) & terms for u in units]
+    best, best_score, start, used = (0, 1), -1, 0, 0
+    for end in range(len(units)):
+        used += costs[end]
+        while used > budget and start < end:
+            used -= costs[start]
+            start += 1
+        score = len(set().union(*vocab[start : end + 1]))
+        if score > best_score:
+            best, best_score = (start, end + 1), score
+    # The tokenizer's truncation still cuts a single unit longer than the budget.
+    return " ".join(units[best[0] : best[1]])
+
+
 class CrossEncoderReranker:
-    def __init__(self, name: str, folder: Path | None = None, max_tokens: int = 256, threads: int = 2) -> None:
+    def __init__(self, name: str, folder: Path | None = None, max_tokens: int = 128, threads: int = 2) -> None:
         import onnxruntime as ort
 
         entry = CATALOGUE.get(name)
@@ -48,16 +72,29 @@ class CrossEncoderReranker:
             raise RerankUnavailable(str(exc)) from exc
         except Exception as exc:  # onnxruntime and tokenizers raise their own types
             raise RerankUnavailable(f"{name}: cannot load from {folder}: {exc}") from exc
+        self.max_tokens = max_tokens
+        self._counter = Tokenizer.from_file(str(folder / "tokenizer.json"))  # no truncation: it measures
+        self._counter.no_truncation()
+        self._counter.no_padding()
         self._tokenizer.no_padding()
         self._tokenizer.enable_truncation(max_length=max_tokens, strategy="only_second")
         self._inputs = {i.name for i in self._session.get_inputs()}
         self._lock = threading.Lock()  # one run at a time: the session already uses every core
         self.name, self.model_id, self.sha256 = name, entry.model_id, entry.sha256
 
-    def scores(self, question: str, passages: Sequence[str], batch_size: int = 16) -> list[float]:
-        """One logit per passage (higher is more relevant)."""
+    def count_tokens(self, text: str) -> int:
+        return len(self._counter.encode(text, add_special_tokens=False).ids)
+
+    def scores(self, question: str, passages: Sequence[str], batch_size: int = 8) -> list[float]:
+        """One logit per passage (higher is more relevant).
+
+        A passage longer than the model's budget is represented by its window that shares most words
+        with the question, not by its first tokens: evidence in the second half of a chunk is then
+        still seen. Batches of 8 stay in the CPU cache; 30 pairs in one batch ran 2-4x slower here."""
         if not passages:
             return []
+        budget = max(16, self.max_tokens - self.count_tokens(question) - 3)  # [CLS] q [SEP] p [SEP]
+        passages = [best_window(question, p, budget, self.count_tokens) for p in passages]
         order = sorted(range(len(passages)), key=lambda i: len(passages[i]))  # similar lengths pad less
         out = np.zeros(len(passages), dtype=np.float32)
         for start in range(0, len(order), batch_size):

@@ -115,7 +115,10 @@ class Settings(BaseSettings):
         None, description="Folder holding the cross-encoder's files instead of its package (still sha256-checked)."
     )
     rerank_depth: int = Field(30, description="Fused candidates the cross-encoder scores.")
-    rerank_max_tokens: int = Field(256, description="Longest (question, passage) pair the cross-encoder reads.")
+    rerank_max_tokens: int = Field(
+        128,
+        description="Longest (question, passage) pair the cross-encoder reads; longer passages send their best window.",
+    )
     neighbours: bool = Field(False, description="Add each hit's adjacent chunks (same document, position ±1).")
     coverage: Literal["vocabulary", "off"] = Field(
         "vocabulary",

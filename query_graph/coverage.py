@@ -6,7 +6,8 @@ gets `no_answer` with the terms that were missing, whatever the dense scores say
 
 from __future__ import annotations
 
-from functools import cache
+import threading
+from collections import OrderedDict
 
 from hamilton.function_modifiers import config
 
@@ -22,13 +23,42 @@ def question_coverage__vocabulary(
 ) -> Coverage:
     """One single-term sparse lookup per distinct term, in the same strategy and language as retrieval."""
 
-    @cache
+    plan = retrieval_plan
+
     def contains(term: str) -> bool:
-        probe = SparseVector([term_index(term)], [1.0])
-        plan = retrieval_plan
-        return bool(plan.vector_index.sparse_search(probe, 1, plan.strategy, plan.language))
+        key = (plan.index_version, plan.strategy, plan.language, term)
+        known = _KNOWN.get(key)
+        if known is None:
+            probe = SparseVector([term_index(term)], [1.0])
+            known = bool(plan.vector_index.sparse_search(probe, 1, plan.strategy, plan.language))
+            _KNOWN.put(key, known)
+        return known
 
     return assess(question, guardrail_language.language, contains)
+
+
+class _TermMemo:
+    """Whether an index version holds a term never changes: remember it (bounded, least recent out)."""
+
+    def __init__(self, size: int) -> None:
+        self._items: OrderedDict[tuple[str, str, str | None, str], bool] = OrderedDict()
+        self._size, self._lock = size, threading.Lock()
+
+    def get(self, key: tuple[str, str, str | None, str]) -> bool | None:
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                return self._items[key]
+            return None
+
+    def put(self, key: tuple[str, str, str | None, str], value: bool) -> None:
+        with self._lock:
+            self._items[key] = value
+            while len(self._items) > self._size:
+                self._items.popitem(last=False)
+
+
+_KNOWN = _TermMemo(200_000)
 
 
 @config.when(coverage="off")

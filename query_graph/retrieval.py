@@ -8,6 +8,8 @@ retrieval again for a rewritten query without a second graph.
 
 from __future__ import annotations
 
+import contextvars
+from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -18,6 +20,9 @@ from pipelines.bm25_memory import MemoryBM25Cache
 from pipelines.documents import Chunk
 from pipelines.fusion import fuse
 from pipelines.ports import Embedder, Hit, VectorIndex
+
+# BM25 searches overlap the query embedding here; a few threads serve concurrent requests.
+_BM25_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="bm25")
 
 
 @dataclass(frozen=True)
@@ -88,10 +93,18 @@ class RetrievalPlan:
         lists = {"hybrid": [dense, sparse], "dense": [dense], "bm25": [sparse]}[self.retrieval]
         return _fuse_hits(dense, sparse, lists, self.fusion, self.rrf_k, self.fusion_weights, self.keep)
 
+    def sparse_soon(self, question: str) -> Future[list[Hit]] | None:
+        """The BM25 search started on a worker thread, so it runs while the query is embedded (onnxruntime
+        releases the GIL); None when this retrieval does not use BM25."""
+        if self.retrieval == "dense":
+            return None
+        return _BM25_POOL.submit(contextvars.copy_context().run, self.sparse, question)
+
     def run(self, question: str) -> list[Candidate]:
-        """A whole retrieval pass (CRAG's second try uses it)."""
+        """A whole retrieval pass (CRAG's second try uses it): BM25 overlaps the embedding."""
+        pending = self.sparse_soon(question)
         dense = self.dense(self.embedder.embed_query(question)) if self.retrieval != "bm25" else []
-        sparse = self.sparse(question) if self.retrieval != "dense" else []
+        sparse = pending.result() if pending is not None else []
         return self.fused(dense, sparse)
 
 
@@ -167,8 +180,18 @@ def dense_hits(query_embedding: np.ndarray, retrieval_plan: RetrievalPlan) -> li
     return retrieval_plan.dense(query_embedding)
 
 
-def bm25_hits(question: str, retrieval_plan: RetrievalPlan) -> list[Hit]:
-    return retrieval_plan.sparse(question)
+def bm25_prefetch(question: str, retrieval_plan: RetrievalPlan) -> Future[list[Hit]] | None:
+    """BM25 started before the query embedding (the front half asks for this node first), so
+    retrieval costs little more than the embedding. If the front half ends the request early (topic
+    gate, semantic cache), the result is simply never read."""
+    return retrieval_plan.sparse_soon(question)
+
+
+def bm25_hits(question: str, retrieval_plan: RetrievalPlan, bm25_prefetch: Future[list[Hit]] | None) -> list[Hit]:
+    """The prefetched BM25 hits (this node's time is the wait beyond the embedding), or a search now."""
+    if bm25_prefetch is None:
+        return retrieval_plan.sparse(question)
+    return bm25_prefetch.result()
 
 
 @config.when(retrieval="hybrid")

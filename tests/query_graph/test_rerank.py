@@ -34,6 +34,21 @@ def test_cross_encoder_puts_the_answering_passage_first() -> None:
     assert scores[2] > 0 > scores[1]
 
 
+def test_a_long_passage_is_read_through_its_best_window() -> None:
+    from pipelines.rerank import best_window
+
+    reranker = CrossEncoderReranker("ms-marco-MiniLM-L-12-v2-int8", max_tokens=64)
+    filler = " ".join(f"Section {i} describes an unrelated topic about colours and shapes." for i in range(40))
+    passage = filler + " The dashboard listens on port 7420 by default."
+    question = "Which port does the dashboard listen on?"
+    window = best_window(question, passage, 48, reranker.count_tokens)
+    assert "port 7420" in window and reranker.count_tokens(window) <= 48
+    assert best_window(question, "Short text.", 48, reranker.count_tokens) == "Short text."
+    # Head truncation would have shown the model only filler; the window makes the evidence count.
+    answer, distractor = reranker.scores(question, [passage, filler])
+    assert answer > distractor + 3
+
+
 def test_rerank_variant_reorders_and_reports_scores(harbor: Harbor) -> None:
     reply = harbor.service().answer(
         "How many times does harbor retry a failed upload?", variants={"rerank": "cross_encoder"}
