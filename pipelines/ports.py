@@ -22,6 +22,15 @@ class Hit:
     score: float
 
 
+@dataclass(frozen=True)
+class Ranked:
+    """A search result without its payload: fusion needs ids and scores, and only the few chunks
+    kept after fusion are read whole (reading 30 payloads per retriever cost more than the search)."""
+
+    chunk_id: str
+    score: float
+
+
 @runtime_checkable
 class Embedder(Protocol):
     @property
@@ -47,6 +56,14 @@ class VectorIndex(Protocol):
     def sparse_search(
         self, vector: SparseVector, limit: int, strategy: str | None = None, language: str | None = None
     ) -> list[Hit]: ...
+
+    def dense_ranked(
+        self, vector: np.ndarray, limit: int, strategy: str | None = None, language: str | None = None
+    ) -> list[Ranked]: ...
+
+    def sparse_ranked(
+        self, vector: SparseVector, limit: int, strategy: str | None = None, language: str | None = None
+    ) -> list[Ranked]: ...
 
     def scroll_chunks(self, strategy: str | None = None, language: str | None = None) -> list[Chunk]: ...
 

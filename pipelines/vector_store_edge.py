@@ -10,13 +10,14 @@ import threading
 import uuid
 from collections.abc import Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import qdrant_edge as qe
 
 from pipelines.bm25 import SparseVector
 from pipelines.documents import Chunk
-from pipelines.ports import Hit, StoreUnavailable
+from pipelines.ports import Hit, Ranked, StoreUnavailable
 
 DENSE, SPARSE = "dense", "bm25"
 
@@ -86,14 +87,34 @@ class EdgeShardIndex:
         self._lock = threading.Lock()
         self.path = path
 
-    def _query(self, query: qe.Query, limit: int, strategy: str | None, language: str | None = None) -> list[Hit]:
-        request = qe.QueryRequest(limit=limit, query=query, filter=_filter(strategy, language), with_payload=True)
+    def _points(self, query: qe.Query, limit: int, strategy: str | None, language: str | None, payload: Any) -> Any:
+        request = qe.QueryRequest(limit=limit, query=query, filter=_filter(strategy, language), with_payload=payload)
         try:
             with self._lock:
-                points = self._shard.query(request)
+                return self._shard.query(request)
         except Exception as exc:
             raise StoreUnavailable(f"vector query failed on {self.path}: {exc}") from exc
+
+    def _query(self, query: qe.Query, limit: int, strategy: str | None, language: str | None = None) -> list[Hit]:
+        points = self._points(query, limit, strategy, language, True)
         return [Hit(Chunk.from_payload(p.payload or {}), float(p.score)) for p in points]
+
+    def _ranked(self, query: qe.Query, limit: int, strategy: str | None, language: str | None) -> list[Ranked]:
+        points = self._points(query, limit, strategy, language, qe.PayloadSelector.Include(["chunk_id"]))
+        return [Ranked(str((p.payload or {})["chunk_id"]), float(p.score)) for p in points]
+
+    def dense_ranked(
+        self, vector: np.ndarray, limit: int, strategy: str | None = None, language: str | None = None
+    ) -> list[Ranked]:
+        return self._ranked(qe.Query.Nearest(vector.astype(float).tolist(), using=DENSE), limit, strategy, language)
+
+    def sparse_ranked(
+        self, vector: SparseVector, limit: int, strategy: str | None = None, language: str | None = None
+    ) -> list[Ranked]:
+        if not vector.indices:
+            return []
+        sparse = qe.SparseVector(indices=vector.indices, values=vector.values)
+        return self._ranked(qe.Query.Nearest(sparse, using=SPARSE), limit, strategy, language)
 
     def dense_search(
         self, vector: np.ndarray, limit: int, strategy: str | None = None, language: str | None = None

@@ -6,13 +6,14 @@ Tested against `qdrant-client`'s local mode, its pure-Python stand-in for a serv
 from __future__ import annotations
 
 from collections.abc import Sequence
+from typing import Any
 
 import numpy as np
 from qdrant_client import QdrantClient, models
 
 from pipelines.bm25 import SparseVector
 from pipelines.documents import Chunk
-from pipelines.ports import Hit, StoreUnavailable
+from pipelines.ports import Hit, Ranked, StoreUnavailable
 from pipelines.vector_store_edge import DENSE, SPARSE, point_id
 
 ACTIVE_ALIAS = "ragline_active"
@@ -86,6 +87,18 @@ class QdrantCollectionIndex:
         strategy: str | None,
         language: str | None = None,
     ) -> list[Hit]:
+        points = self._points(query, using, limit, strategy, language, True)
+        return [Hit(Chunk.from_payload(p.payload or {}), float(p.score)) for p in points]
+
+    def _points(
+        self,
+        query: list[float] | models.SparseVector,
+        using: str,
+        limit: int,
+        strategy: str | None,
+        language: str | None,
+        payload: bool | list[str],
+    ) -> list[Any]:
         try:
             result = self.client.query_points(
                 self.collection,
@@ -93,11 +106,26 @@ class QdrantCollectionIndex:
                 using=using,
                 limit=limit,
                 query_filter=_filter(strategy, language),
-                with_payload=True,
+                with_payload=payload,
             )
         except Exception as exc:
             raise StoreUnavailable(f"vector query failed on {self.collection}: {exc}") from exc
-        return [Hit(Chunk.from_payload(p.payload or {}), float(p.score)) for p in result.points]
+        return list(result.points)
+
+    def dense_ranked(
+        self, vector: np.ndarray, limit: int, strategy: str | None = None, language: str | None = None
+    ) -> list[Ranked]:
+        points = self._points(vector.astype(float).tolist(), DENSE, limit, strategy, language, ["chunk_id"])
+        return [Ranked(str((p.payload or {})["chunk_id"]), float(p.score)) for p in points]
+
+    def sparse_ranked(
+        self, vector: SparseVector, limit: int, strategy: str | None = None, language: str | None = None
+    ) -> list[Ranked]:
+        if not vector.indices:
+            return []
+        sparse = models.SparseVector(indices=vector.indices, values=vector.values)
+        points = self._points(sparse, SPARSE, limit, strategy, language, ["chunk_id"])
+        return [Ranked(str((p.payload or {})["chunk_id"]), float(p.score)) for p in points]
 
     def dense_search(
         self, vector: np.ndarray, limit: int, strategy: str | None = None, language: str | None = None

@@ -19,7 +19,7 @@ from pipelines import bm25
 from pipelines.bm25_memory import MemoryBM25Cache
 from pipelines.documents import Chunk
 from pipelines.fusion import fuse
-from pipelines.ports import Embedder, Hit, VectorIndex
+from pipelines.ports import Embedder, Ranked, StoreUnavailable, VectorIndex
 
 # BM25 searches overlap the query embedding here; a few threads serve concurrent requests.
 _BM25_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="bm25")
@@ -78,22 +78,26 @@ class RetrievalPlan:
     rrf_k: int
     fusion_weights: tuple[float, ...]
 
-    def dense(self, embedding: np.ndarray) -> list[Hit]:
-        return self.vector_index.dense_search(embedding, self.candidates, self.strategy, self.language)
+    def dense(self, embedding: np.ndarray) -> list[Ranked]:
+        return self.vector_index.dense_ranked(embedding, self.candidates, self.strategy, self.language)
 
-    def sparse(self, question: str) -> list[Hit]:
+    def sparse(self, question: str) -> list[Ranked]:
         if self.bm25_engine == "memory":
             engine = self.bm25_memory.engine(self.index_version, self.vector_index, self.strategy, self.language)
-            return engine.search(question, self.candidates)
-        return self.vector_index.sparse_search(
+            return [Ranked(h.chunk.chunk_id, h.score) for h in engine.search(question, self.candidates)]
+        return self.vector_index.sparse_ranked(
             bm25.query_vector(question), self.candidates, self.strategy, self.language
         )
 
-    def fused(self, dense: list[Hit], sparse: list[Hit]) -> list[Candidate]:
+    def fused(self, dense: list[Ranked], sparse: list[Ranked]) -> list[Candidate]:
+        """Fuse the chosen lists, then read only the kept chunks' payloads (one store call)."""
         lists = {"hybrid": [dense, sparse], "dense": [dense], "bm25": [sparse]}[self.retrieval]
-        return _fuse_hits(dense, sparse, lists, self.fusion, self.rrf_k, self.fusion_weights, self.keep)
+        ranked = [[(h.chunk_id, h.score) for h in hits] for hits in lists]
+        kept = fuse(self.fusion, ranked, k=self.rrf_k, weights=list(self.fusion_weights)[: len(ranked)])[: self.keep]
+        chunks = {c.chunk_id: c for c in self.vector_index.get_chunks([cid for cid, _ in kept])}
+        return _candidates(kept, chunks, dense, sparse)
 
-    def sparse_soon(self, question: str) -> Future[list[Hit]] | None:
+    def sparse_soon(self, question: str) -> Future[list[Ranked]] | None:
         """The BM25 search started on a worker thread, so it runs while the query is embedded (onnxruntime
         releases the GIL); None when this retrieval does not use BM25."""
         if self.retrieval == "dense":
@@ -108,21 +112,15 @@ class RetrievalPlan:
         return self.fused(dense, sparse)
 
 
-def _fuse_hits(
-    dense_hits: list[Hit],
-    bm25_hits: list[Hit],
-    lists: list[list[Hit]],
-    method: str,
-    rrf_k: int,
-    weights: tuple[float, ...],
-    keep: int,
+def _candidates(
+    kept: list[tuple[str, float]], chunks: dict[str, Chunk], dense_hits: list[Ranked], bm25_hits: list[Ranked]
 ) -> list[Candidate]:
-    """Fuse the chosen lists, keeping each retriever's own rank and score on every candidate."""
-    chunks = {h.chunk.chunk_id: h.chunk for h in [*dense_hits, *bm25_hits]}
-    dense = {h.chunk.chunk_id: (rank, h.score) for rank, h in enumerate(dense_hits, start=1)}
-    sparse = {h.chunk.chunk_id: (rank, h.score) for rank, h in enumerate(bm25_hits, start=1)}
-    ranked = [[(h.chunk.chunk_id, h.score) for h in hits] for hits in lists]
-    fused = fuse(method, ranked, k=rrf_k, weights=list(weights)[: len(ranked)])[:keep]
+    """Candidates in fused order, each with every retriever's own rank and score."""
+    dense = {h.chunk_id: (rank, h.score) for rank, h in enumerate(dense_hits, start=1)}
+    sparse = {h.chunk_id: (rank, h.score) for rank, h in enumerate(bm25_hits, start=1)}
+    missing = [cid for cid, _ in kept if cid not in chunks]
+    if missing:  # a point without its payload: the shard is damaged, do not answer from half of it
+        raise StoreUnavailable(f"chunks {missing[:3]} were found by search but cannot be read")
     return [
         Candidate(
             chunk=chunks[chunk_id],
@@ -133,7 +131,7 @@ def _fuse_hits(
             bm25_rank=sparse.get(chunk_id, (None, None))[0],
             bm25_score=sparse.get(chunk_id, (None, None))[1],
         )
-        for rank, (chunk_id, score) in enumerate(fused, start=1)
+        for rank, (chunk_id, score) in enumerate(kept, start=1)
     ]
 
 
@@ -176,18 +174,18 @@ def query_embedding(question: str, embedder: Embedder) -> np.ndarray:
     return embedder.embed_query(question)
 
 
-def dense_hits(query_embedding: np.ndarray, retrieval_plan: RetrievalPlan) -> list[Hit]:
+def dense_hits(query_embedding: np.ndarray, retrieval_plan: RetrievalPlan) -> list[Ranked]:
     return retrieval_plan.dense(query_embedding)
 
 
-def bm25_prefetch(question: str, retrieval_plan: RetrievalPlan) -> Future[list[Hit]] | None:
+def bm25_prefetch(question: str, retrieval_plan: RetrievalPlan) -> Future[list[Ranked]] | None:
     """BM25 started before the query embedding (the front half asks for this node first), so
     retrieval costs little more than the embedding. If the front half ends the request early (topic
     gate, semantic cache), the result is simply never read."""
     return retrieval_plan.sparse_soon(question)
 
 
-def bm25_hits(question: str, retrieval_plan: RetrievalPlan, bm25_prefetch: Future[list[Hit]] | None) -> list[Hit]:
+def bm25_hits(question: str, retrieval_plan: RetrievalPlan, bm25_prefetch: Future[list[Ranked]] | None) -> list[Ranked]:
     """The prefetched BM25 hits (this node's time is the wait beyond the embedding), or a search now."""
     if bm25_prefetch is None:
         return retrieval_plan.sparse(question)
@@ -196,17 +194,17 @@ def bm25_hits(question: str, retrieval_plan: RetrievalPlan, bm25_prefetch: Futur
 
 @config.when(retrieval="hybrid")
 def fused_candidates__hybrid(
-    dense_hits: list[Hit], bm25_hits: list[Hit], retrieval_plan: RetrievalPlan
+    dense_hits: list[Ranked], bm25_hits: list[Ranked], retrieval_plan: RetrievalPlan
 ) -> list[Candidate]:
     """Dense and BM25 lists fused (RRF k=60 by default; weighted RRF or DBSF as configured)."""
     return retrieval_plan.fused(dense_hits, bm25_hits)
 
 
 @config.when(retrieval="dense")
-def fused_candidates__dense(dense_hits: list[Hit], retrieval_plan: RetrievalPlan) -> list[Candidate]:
+def fused_candidates__dense(dense_hits: list[Ranked], retrieval_plan: RetrievalPlan) -> list[Candidate]:
     return retrieval_plan.fused(dense_hits, [])
 
 
 @config.when(retrieval="bm25")
-def fused_candidates__bm25(bm25_hits: list[Hit], retrieval_plan: RetrievalPlan) -> list[Candidate]:
+def fused_candidates__bm25(bm25_hits: list[Ranked], retrieval_plan: RetrievalPlan) -> list[Candidate]:
     return retrieval_plan.fused([], bm25_hits)
