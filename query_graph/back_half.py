@@ -85,8 +85,9 @@ class BackHalf:
             "crag_rerank_upper": s.crag_rerank_upper,
             "verify_min_support": s.verify_min_support,
             "verify_action": s.verify_action,
-            # Everything that changes an answer is in the cache namespace (DESIGN.md).
-            "retrieval_profile": json.dumps({**variants, "top_k": top_k, "neighbours": s.neighbours}, sort_keys=True),
+            # Everything that changes an answer is in the cache namespace (DESIGN.md): the variants and
+            # every number that changes which passages are found or which sentences are kept.
+            "retrieval_profile": json.dumps({**variants, **answer_settings(s), "top_k": top_k}, sort_keys=True),
         }
         if variants["rerank"] == "cross_encoder":
             inputs["reranker"] = self.reranker()  # RerankUnavailable when its file is missing or altered
@@ -96,6 +97,27 @@ class BackHalf:
             inputs["prompt_version"] = PROMPT_VERSION
             inputs["generator_model"] = s.llm_model
         return inputs
+
+
+ANSWER_SETTINGS = (
+    "candidates",
+    "rrf_k",
+    "fusion_weights",
+    "rerank_depth",
+    "rerank_max_tokens",
+    "reranker_model",
+    "neighbours",
+    "language_filter",
+    "min_answer_score",
+    "answer_sentences",
+    "verify_min_support",
+    "verify_action",
+)
+
+
+def answer_settings(settings: Settings) -> dict[str, Any]:
+    """The settings (besides variants and calibration) a cached answer depends on."""
+    return {name: getattr(settings, name) for name in ANSWER_SETTINGS}
 
 
 def failure(exc: BaseException) -> tuple[int, str] | None:

@@ -70,6 +70,19 @@ def test_exact_hit_skips_embedding_retrieval_and_generation(
     assert 0 < ttl <= 120  # the TTL setting reaches Redis
 
 
+def test_numeric_retrieval_settings_are_part_of_the_cache_namespace(
+    front_env: FrontEnv,  # noqa: F811
+    make_service: ServiceFactory,  # noqa: F811
+) -> None:
+    # Same prefix, same question: only rrf_k differs, so a cached answer must not be served.
+    prefix = f"{front_env.settings.cache_prefix}-shared"
+    question = "How long does harbor keep build logs?"
+    assert make_service(cache_prefix=prefix).answer(question)["cache"] == "miss"
+    assert make_service(cache_prefix=prefix).answer(question)["cache"] == "hit"
+    assert make_service(cache_prefix=prefix, rrf_k=10).answer(question)["cache"] == "miss"
+    assert make_service(cache_prefix=prefix, min_answer_score=0.3).answer(question)["cache"] == "miss"
+
+
 def test_redis_down_is_a_bypass_not_an_error(
     front_env: FrontEnv,  # noqa: F811
     make_service: ServiceFactory,  # noqa: F811
