@@ -2,8 +2,11 @@
 
     guardrails (+ clarify) -> exact cache -> query embedding + topic gate -> semantic cache -> answer phase
 
-Each stage is one `driver.execute` of the same Hamilton graph; what a stage computed is handed to the
-next ones as overrides, so no node runs twice (the answer phase reuses the query embedding). A refusal
+Each stage is one execution of the same Hamilton graph; everything a stage computed (its intermediate
+nodes too) is handed to the next ones as overrides, so no node runs twice (the answer phase reuses the
+query embedding). A stage runs from a plan worked out on its first use (`StagePlan`): `driver.execute`
+would otherwise redo the graph walk, the run id and the pruning bookkeeping on every call, which cost
+three times what the guardrail and exact-cache nodes themselves do on a cache hit. A refusal
 or a clarification returns before any cache, model or store is touched, a cache hit before any model,
 and an off-topic question after one embedding and one dot product. Refusals, clarifications and
 topic-gate abstentions are never cached.
@@ -11,13 +14,18 @@ topic-gate abstentions are never cached.
 
 from __future__ import annotations
 
+import inspect
+import itertools
 import threading
 import time
+import types
+import typing
 from dataclasses import dataclass, field
 from typing import Any
 
 import structlog
-from hamilton import driver
+from hamilton import driver, node
+from hamilton.execution.graph_functions import combine_config_and_inputs, execute_lifecycle_for_node
 
 from pipelines.cache_redis import CacheUnavailable
 from pipelines.calibration_file import apply_calibration
@@ -41,6 +49,107 @@ FRONT_STAGES: tuple[tuple[str, ...], ...] = (
 )
 NO_ANSWER = "I don't know: the documents do not cover this question."
 _RETRY_SHARD_SECONDS = 60.0
+
+
+_run_ids = itertools.count()
+
+
+@dataclass(frozen=True)
+class StagePlan:
+    """One stage of one driver for one set of input and override names: the function nodes to call in
+    the order `driver.execute` calls them, each with the names of the arguments it gets, and the input
+    nodes whose values Hamilton's input check (the driver's adapters included) looks at on every run.
+
+    Nodes run through Hamilton's own `execute_lifecycle_for_node`, so the node hooks (per-node timings)
+    and Hamilton's error logging are those of `driver.execute`. A driver whose adapters hook the graph
+    run itself (pre/post graph execute, remote execution) is not planned: it runs through `execute`."""
+
+    graph: driver.Driver
+    outputs: tuple[str, ...]
+    steps: tuple[tuple[node.Node, tuple[str, ...]], ...]
+    nodes: frozenset[node.Node]
+    user_nodes: frozenset[node.Node]
+    # When Hamilton's verdict on every input depends only on the type of its value (and of a sequence's
+    # first item), an input check that passed for those types is not repeated: the adapter dispatch of
+    # the check costs more than the guardrail nodes. A Literal-typed input is checked on every run.
+    by_type: bool = False
+    checked: set[tuple[type, ...]] = field(default_factory=set, compare=False, hash=False)
+
+    @classmethod
+    def build(
+        cls, graph: driver.Driver, outputs: tuple[str, ...], inputs: dict[str, Any], overrides: dict[str, Any]
+    ) -> StagePlan | None:
+        adapter = graph.adapter
+        if any(adapter.does_hook(h, is_async=False) for h in ("pre_graph_execute", "post_graph_execute")) or (
+            adapter.does_method("do_remote_execute", is_async=False)
+        ):
+            return None
+        fg = graph.graph
+        nodes, user_nodes = fg.get_upstream_nodes(list(outputs), inputs, overrides)
+        graph.graph_executor.validate(list(nodes | user_nodes))
+        given = set(fg.config) | set(inputs) | set(overrides)
+        steps: list[tuple[node.Node, tuple[str, ...]]] = []
+        seen: set[str] = set()
+
+        def visit(n: node.Node) -> None:  # the depth-first order of Hamilton's execute_subdag
+            if n.name in seen or n.name in overrides or n.user_defined:
+                return
+            seen.add(n.name)
+            for dep in n.dependencies:
+                visit(dep)
+            # An optional input nobody gave is left out, so the function's default applies (as in Hamilton).
+            args = tuple(d.name for d in n.dependencies if d.name in given or not d.user_defined)
+            steps.append((n, args))
+
+        for name in outputs:
+            if name in fg.nodes:
+                visit(fg.nodes[name])
+        by_type = all(_checked_by_type(n.type) for n in user_nodes)
+        return cls(graph, outputs, tuple(steps), frozenset(nodes), frozenset(user_nodes), by_type)
+
+    def run(self, inputs: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
+        """Every node the stage computed (its outputs and what they were computed from)."""
+        fg, adapter = self.graph.graph, self.graph.adapter
+        given = combine_config_and_inputs(fg.config, inputs)
+        if not self.by_type:
+            driver.Driver.validate_inputs(fg, adapter, self.user_nodes, inputs, self.nodes)
+        else:
+            shapes = tuple(_shape(given.get(n.name, _ABSENT)) for n in self.user_nodes)
+            if shapes not in self.checked:
+                driver.Driver.validate_inputs(fg, adapter, self.user_nodes, inputs, self.nodes)
+                self.checked.add(shapes)
+        values = {**given, **overrides}
+        run_id, computed = f"front-{next(_run_ids)}", {}
+        for n, args in self.steps:
+            kwargs = {a: values[a] for a in args}
+            computed[n.name] = values[n.name] = execute_lifecycle_for_node(
+                __node_=n, __adapter=adapter, __run_id=run_id, __task_id=None, **kwargs
+            )
+        for name in self.outputs:
+            computed.setdefault(name, values.get(name))
+        return computed
+
+
+_ABSENT = object()
+
+
+def _checked_by_type(t: Any) -> bool:
+    """Whether Hamilton's input check (and the port check of query_graph/port_inputs.py) of a value
+    for a node of type `t` depends on nothing but the value's type, and a sequence's first item's."""
+    origin, args = typing.get_origin(t), typing.get_args(t)
+    if t is Any or (inspect.isclass(t) and origin is None):
+        return True  # a class or a runtime Protocol: isinstance
+    if origin in (typing.Union, types.UnionType):
+        return all(_checked_by_type(a) for a in args)
+    if origin in (list, tuple):
+        return all(inspect.isclass(a) and typing.get_origin(a) is None for a in args)
+    return False  # Literal (the value itself), nested generics, type variables: check every value
+
+
+def _shape(value: Any) -> tuple[type, ...]:
+    if type(value) in (list, tuple):
+        return (type(value), type(value[0]) if value else type(None))
+    return (type(value),)
 
 
 @dataclass
@@ -90,6 +199,7 @@ class FrontHalf:
         self.embedder, self.cache = embedder, cache
         self.centroids = Centroids(settings.data_dir)
         self._semantic: dict[str, tuple[float, SemanticSetup]] = {}
+        self._plans: dict[tuple[Any, ...], StagePlan | None] = {}
         self._lock = threading.Lock()
         log.info(
             "front_thresholds",
@@ -134,13 +244,25 @@ class FrontHalf:
     def run(self, graph: driver.Driver, inputs: dict[str, Any], overrides: dict[str, Any] | None) -> FrontResult:
         front = FrontResult(inputs)
         for stage in FRONT_STAGES:
-            front.values.update(
-                graph.execute(list(stage), inputs=inputs, overrides={**(overrides or {}), **front.values})
-            )
+            given = {**(overrides or {}), **front.values}
+            plan = self._plan(graph, stage, inputs, given)
+            if plan is None:
+                front.values.update(graph.execute(list(stage), inputs=inputs, overrides=given))
+            else:
+                front.values.update(plan.run(inputs, given))
             front.early = self._early(front, inputs)
             if front.early is not None:
                 break
         return front
+
+    def _plan(
+        self, graph: driver.Driver, stage: tuple[str, ...], inputs: dict[str, Any], overrides: dict[str, Any]
+    ) -> StagePlan | None:
+        # Which nodes run depends only on the driver, the stage and which names are given, not on values.
+        key = (graph, stage, frozenset(inputs), frozenset(overrides))
+        if key not in self._plans:
+            self._plans[key] = StagePlan.build(graph, stage, inputs, overrides)
+        return self._plans[key]
 
     def _early(self, front: FrontResult, inputs: dict[str, Any]) -> dict[str, Any] | None:
         v = front.values

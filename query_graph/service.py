@@ -102,29 +102,9 @@ class QueryService:
                 _raise_back_failure(exc)
                 raise
             version, index = self.active()
-            inputs: dict[str, Any] = {
-                "question": question,
-                "embedder": self.embedder,
-                "vector_index": index,
-                "cache": self.stores.cache,
-                "candidates": self.settings.candidates,
-                "strategy": self.settings.chunk_strategy,
-                "rrf_k": self.settings.rrf_k,
-                "top_k": top_k or self.settings.top_k,
-                "answer_sentences": self.settings.answer_sentences,
-                "min_answer_score": self.settings.min_answer_score,
-                "index_version": version.version,
-                "index_fingerprint": version.fingerprint,
-                "retrieval_profile": f"{RETRIEVAL_PROFILE}-k{top_k or self.settings.top_k}",
-                "prompt_version": self.settings.prompt_version,
-                "generator_model": self.settings.generator_model,
-                "answer_max_tokens": self.settings.answer_max_tokens,
-                "cache_prefix": self.settings.cache_prefix,
-                "spoken_language": SpokenLanguage(language, language_probability) if language else None,
-            }
+            spoken = SpokenLanguage(language, language_probability) if language else None
             try:
-                inputs.update(self.back.inputs(chosen, inputs["top_k"]))
-                inputs.update(self.front.inputs(version, index))
+                inputs = self.graph_inputs(question, top_k, chosen, version, index, spoken)
                 front = self.front.run(graph, inputs, overrides)  # stops at a refusal, clarify, hit or gate
             except Exception as exc:
                 _raise_back_failure(exc)
@@ -157,6 +137,41 @@ class QueryService:
             version=result["index"]["content_version"],
         )
         return result
+
+    def graph_inputs(
+        self,
+        question: str,
+        top_k: int | None,
+        chosen: dict[str, str],
+        version: IndexVersion,
+        index: VectorIndex,
+        spoken_language: SpokenLanguage | None = None,
+    ) -> dict[str, Any]:
+        """The inputs of the query graph for one question (front and answer phase alike)."""
+        s, k = self.settings, top_k or self.settings.top_k
+        inputs: dict[str, Any] = {
+            "question": question,
+            "embedder": self.embedder,
+            "vector_index": index,
+            "cache": self.stores.cache,
+            "candidates": s.candidates,
+            "strategy": s.chunk_strategy,
+            "rrf_k": s.rrf_k,
+            "top_k": k,
+            "answer_sentences": s.answer_sentences,
+            "min_answer_score": s.min_answer_score,
+            "index_version": version.version,
+            "index_fingerprint": version.fingerprint,
+            "retrieval_profile": f"{RETRIEVAL_PROFILE}-k{k}",
+            "prompt_version": s.prompt_version,
+            "generator_model": s.generator_model,
+            "answer_max_tokens": s.answer_max_tokens,
+            "cache_prefix": s.cache_prefix,
+            "spoken_language": spoken_language,
+        }
+        inputs.update(self.back.inputs(chosen, k))
+        inputs.update(self.front.inputs(version, index))
+        return inputs
 
     def _store(self, key: str, result: dict[str, Any]) -> None:
         try:
