@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import uuid
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -52,6 +53,11 @@ class Chunk:
     def generation_text(self) -> str:
         """What the generator sees: the wider context when the strategy indexes less."""
         return self.context_text or self.text
+
+
+def chunk_key(chunk_id: str) -> str:
+    """The id a chunk's point has in the vector store (a UUID derived from the chunk id)."""
+    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"ragline:{chunk_id}"))
 
 
 def make_chunk_id(document_id: str, strategy: str, position: int) -> str:

@@ -27,7 +27,7 @@ class Ranked:
     """A search result without its payload: fusion needs ids and scores, and only the few chunks
     kept after fusion are read whole (reading 30 payloads per retriever cost more than the search)."""
 
-    chunk_id: str
+    key: str  # the chunk's point id in the store (`documents.chunk_key`)
     score: float
 
 
@@ -68,6 +68,8 @@ class VectorIndex(Protocol):
     def scroll_chunks(self, strategy: str | None = None, language: str | None = None) -> list[Chunk]: ...
 
     def get_chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]: ...
+
+    def chunks_by_key(self, keys: Sequence[str]) -> dict[str, Chunk]: ...
 
     def count(self) -> int: ...
 

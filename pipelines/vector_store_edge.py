@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import shutil
 import threading
-import uuid
 from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
@@ -16,14 +15,13 @@ import numpy as np
 import qdrant_edge as qe
 
 from pipelines.bm25 import SparseVector
-from pipelines.documents import Chunk
+from pipelines.documents import Chunk, chunk_key
 from pipelines.ports import Hit, Ranked, StoreUnavailable
 
 DENSE, SPARSE = "dense", "bm25"
 
 
-def point_id(chunk_id: str) -> str:
-    return str(uuid.uuid5(uuid.NAMESPACE_URL, f"ragline:{chunk_id}"))
+point_id = chunk_key  # the store's point id of a chunk
 
 
 def _filter(strategy: str | None, language: str | None = None) -> qe.Filter | None:
@@ -100,8 +98,9 @@ class EdgeShardIndex:
         return [Hit(Chunk.from_payload(p.payload or {}), float(p.score)) for p in points]
 
     def _ranked(self, query: qe.Query, limit: int, strategy: str | None, language: str | None) -> list[Ranked]:
-        points = self._points(query, limit, strategy, language, qe.PayloadSelector.Include(["chunk_id"]))
-        return [Ranked(str((p.payload or {})["chunk_id"]), float(p.score)) for p in points]
+        # No payload at all: even one field costs more than the search itself (sparse 0.05 -> 0.5 ms).
+        points = self._points(query, limit, strategy, language, False)
+        return [Ranked(str(p.id), float(p.score)) for p in points]
 
     def dense_ranked(
         self, vector: np.ndarray, limit: int, strategy: str | None = None, language: str | None = None
@@ -156,6 +155,17 @@ class EdgeShardIndex:
         except Exception as exc:
             raise StoreUnavailable(f"retrieve failed on {self.path}: {exc}") from exc
         return [Chunk.from_payload(r.payload or {}) for r in records]
+
+    def chunks_by_key(self, keys: Sequence[str]) -> dict[str, Chunk]:
+        """The chunks of these point keys (from `dense_ranked` / `sparse_ranked`), by key."""
+        if not keys:
+            return {}
+        try:
+            with self._lock:
+                records = self._shard.retrieve(list(keys), True, False)
+        except Exception as exc:
+            raise StoreUnavailable(f"retrieve failed on {self.path}: {exc}") from exc
+        return {str(r.id): Chunk.from_payload(r.payload or {}) for r in records}
 
     def count(self) -> int:
         with self._lock:

@@ -115,8 +115,8 @@ class QdrantCollectionIndex:
     def dense_ranked(
         self, vector: np.ndarray, limit: int, strategy: str | None = None, language: str | None = None
     ) -> list[Ranked]:
-        points = self._points(vector.astype(float).tolist(), DENSE, limit, strategy, language, ["chunk_id"])
-        return [Ranked(str((p.payload or {})["chunk_id"]), float(p.score)) for p in points]
+        points = self._points(vector.astype(float).tolist(), DENSE, limit, strategy, language, False)
+        return [Ranked(str(p.id), float(p.score)) for p in points]
 
     def sparse_ranked(
         self, vector: SparseVector, limit: int, strategy: str | None = None, language: str | None = None
@@ -124,8 +124,8 @@ class QdrantCollectionIndex:
         if not vector.indices:
             return []
         sparse = models.SparseVector(indices=vector.indices, values=vector.values)
-        points = self._points(sparse, SPARSE, limit, strategy, language, ["chunk_id"])
-        return [Ranked(str((p.payload or {})["chunk_id"]), float(p.score)) for p in points]
+        points = self._points(sparse, SPARSE, limit, strategy, language, False)
+        return [Ranked(str(p.id), float(p.score)) for p in points]
 
     def dense_search(
         self, vector: np.ndarray, limit: int, strategy: str | None = None, language: str | None = None
@@ -154,6 +154,15 @@ class QdrantCollectionIndex:
                     return chunks
         except Exception as exc:
             raise StoreUnavailable(f"scroll failed on {self.collection}: {exc}") from exc
+
+    def chunks_by_key(self, keys: Sequence[str]) -> dict[str, Chunk]:
+        if not keys:
+            return {}
+        try:
+            records = self.client.retrieve(self.collection, list(keys), with_payload=True)
+        except Exception as exc:
+            raise StoreUnavailable(f"retrieve failed on {self.collection}: {exc}") from exc
+        return {str(r.id): Chunk.from_payload(r.payload or {}) for r in records}
 
     def get_chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
         if not chunk_ids:

@@ -44,7 +44,7 @@ log = structlog.get_logger(__name__)
 FRONT_STAGES: tuple[tuple[str, ...], ...] = (
     ("guardrail_verdict", "vagueness"),
     ("cache_namespace", "exact_cache_key", "exact_cache_lookup"),
-    ("bm25_prefetch", "query_embedding", "topic_gate"),  # BM25 first: it runs while the query is embedded
+    ("query_embedding", "topic_gate"),
     ("semantic_namespace", "semantic_cache_lookup"),
 )
 NO_ANSWER = "I don't know: the documents do not cover this question."

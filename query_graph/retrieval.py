@@ -8,8 +8,6 @@ retrieval again for a rewritten query without a second graph.
 
 from __future__ import annotations
 
-import contextvars
-from concurrent.futures import Future, ThreadPoolExecutor
 from dataclasses import dataclass
 
 import numpy as np
@@ -17,12 +15,9 @@ from hamilton.function_modifiers import config
 
 from pipelines import bm25
 from pipelines.bm25_memory import MemoryBM25Cache
-from pipelines.documents import Chunk
+from pipelines.documents import Chunk, chunk_key
 from pipelines.fusion import fuse
 from pipelines.ports import Embedder, Ranked, StoreUnavailable, VectorIndex
-
-# BM25 searches overlap the query embedding here; a few threads serve concurrent requests.
-_BM25_POOL = ThreadPoolExecutor(max_workers=4, thread_name_prefix="bm25")
 
 
 @dataclass(frozen=True)
@@ -84,7 +79,7 @@ class RetrievalPlan:
     def sparse(self, question: str) -> list[Ranked]:
         if self.bm25_engine == "memory":
             engine = self.bm25_memory.engine(self.index_version, self.vector_index, self.strategy, self.language)
-            return [Ranked(h.chunk.chunk_id, h.score) for h in engine.search(question, self.candidates)]
+            return [Ranked(chunk_key(h.chunk.chunk_id), h.score) for h in engine.search(question, self.candidates)]
         return self.vector_index.sparse_ranked(
             bm25.query_vector(question), self.candidates, self.strategy, self.language
         )
@@ -92,23 +87,17 @@ class RetrievalPlan:
     def fused(self, dense: list[Ranked], sparse: list[Ranked]) -> list[Candidate]:
         """Fuse the chosen lists, then read only the kept chunks' payloads (one store call)."""
         lists = {"hybrid": [dense, sparse], "dense": [dense], "bm25": [sparse]}[self.retrieval]
-        ranked = [[(h.chunk_id, h.score) for h in hits] for hits in lists]
+        ranked = [[(h.key, h.score) for h in hits] for hits in lists]
         kept = fuse(self.fusion, ranked, k=self.rrf_k, weights=list(self.fusion_weights)[: len(ranked)])[: self.keep]
-        chunks = {c.chunk_id: c for c in self.vector_index.get_chunks([cid for cid, _ in kept])}
+        chunks = self.vector_index.chunks_by_key([key for key, _ in kept])
         return _candidates(kept, chunks, dense, sparse)
 
-    def sparse_soon(self, question: str) -> Future[list[Ranked]] | None:
-        """The BM25 search started on a worker thread, so it runs while the query is embedded (onnxruntime
-        releases the GIL); None when this retrieval does not use BM25."""
-        if self.retrieval == "dense":
-            return None
-        return _BM25_POOL.submit(contextvars.copy_context().run, self.sparse, question)
-
     def run(self, question: str) -> list[Candidate]:
-        """A whole retrieval pass (CRAG's second try uses it): BM25 overlaps the embedding."""
-        pending = self.sparse_soon(question)
+        """A whole retrieval pass (CRAG's second try uses it). The BM25 search runs after the embedding,
+        not beside it: on 2 cores onnxruntime already uses both, and a search thread next to it made
+        retrieval slower (p50 9.7 ms against 9.0 ms in one run; docs/operations.md)."""
         dense = self.dense(self.embedder.embed_query(question)) if self.retrieval != "bm25" else []
-        sparse = pending.result() if pending is not None else []
+        sparse = self.sparse(question) if self.retrieval != "dense" else []
         return self.fused(dense, sparse)
 
 
@@ -116,22 +105,22 @@ def _candidates(
     kept: list[tuple[str, float]], chunks: dict[str, Chunk], dense_hits: list[Ranked], bm25_hits: list[Ranked]
 ) -> list[Candidate]:
     """Candidates in fused order, each with every retriever's own rank and score."""
-    dense = {h.chunk_id: (rank, h.score) for rank, h in enumerate(dense_hits, start=1)}
-    sparse = {h.chunk_id: (rank, h.score) for rank, h in enumerate(bm25_hits, start=1)}
-    missing = [cid for cid, _ in kept if cid not in chunks]
+    dense = {h.key: (rank, h.score) for rank, h in enumerate(dense_hits, start=1)}
+    sparse = {h.key: (rank, h.score) for rank, h in enumerate(bm25_hits, start=1)}
+    missing = [key for key, _ in kept if key not in chunks]
     if missing:  # a point without its payload: the shard is damaged, do not answer from half of it
         raise StoreUnavailable(f"chunks {missing[:3]} were found by search but cannot be read")
     return [
         Candidate(
-            chunk=chunks[chunk_id],
+            chunk=chunks[key],
             fused_rank=rank,
             fused_score=score,
-            dense_rank=dense.get(chunk_id, (None, None))[0],
-            dense_score=dense.get(chunk_id, (None, None))[1],
-            bm25_rank=sparse.get(chunk_id, (None, None))[0],
-            bm25_score=sparse.get(chunk_id, (None, None))[1],
+            dense_rank=dense.get(key, (None, None))[0],
+            dense_score=dense.get(key, (None, None))[1],
+            bm25_rank=sparse.get(key, (None, None))[0],
+            bm25_score=sparse.get(key, (None, None))[1],
         )
-        for rank, (chunk_id, score) in enumerate(kept, start=1)
+        for rank, (key, score) in enumerate(kept, start=1)
     ]
 
 
@@ -178,18 +167,8 @@ def dense_hits(query_embedding: np.ndarray, retrieval_plan: RetrievalPlan) -> li
     return retrieval_plan.dense(query_embedding)
 
 
-def bm25_prefetch(question: str, retrieval_plan: RetrievalPlan) -> Future[list[Ranked]] | None:
-    """BM25 started before the query embedding (the front half asks for this node first), so
-    retrieval costs little more than the embedding. If the front half ends the request early (topic
-    gate, semantic cache), the result is simply never read."""
-    return retrieval_plan.sparse_soon(question)
-
-
-def bm25_hits(question: str, retrieval_plan: RetrievalPlan, bm25_prefetch: Future[list[Ranked]] | None) -> list[Ranked]:
-    """The prefetched BM25 hits (this node's time is the wait beyond the embedding), or a search now."""
-    if bm25_prefetch is None:
-        return retrieval_plan.sparse(question)
-    return bm25_prefetch.result()
+def bm25_hits(question: str, retrieval_plan: RetrievalPlan) -> list[Ranked]:
+    return retrieval_plan.sparse(question)
 
 
 @config.when(retrieval="hybrid")

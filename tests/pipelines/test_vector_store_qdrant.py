@@ -7,6 +7,7 @@ from pathlib import Path
 
 from assets.build import build_index
 from pipelines import bm25
+from pipelines.documents import chunk_key
 from pipelines.embedders import load_embedder
 from pipelines.indexing import BuildRequest
 from pipelines.profiles import open_stores
@@ -34,9 +35,10 @@ def test_build_activates_by_alias_swap_and_retention_drops_collections(
         assert hits[0].chunk.document_id == "guide/config.md" and hits[0].chunk.strategy == "heading"
         # The payload-free searches the query graph uses find the same chunks in the same order.
         ranked = index.dense_ranked(query, 3, strategy="heading")
-        assert [r.chunk_id for r in ranked] == [h.chunk.chunk_id for h in hits]
+        assert [r.key for r in ranked] == [chunk_key(h.chunk.chunk_id) for h in hits]
+        assert index.chunks_by_key([r.key for r in ranked])[ranked[0].key] == hits[0].chunk
         sparse = index.sparse_ranked(bm25.query_vector("dashboard port"), 3, strategy="heading")
-        assert sparse and sparse[0].chunk_id in {h.chunk.chunk_id for h in hits}
+        assert sparse and sparse[0].key in {r.key for r in ranked}
         assert index.count() == first.summary["chunks"]
 
         (corpus / "guide" / "extra.md").write_text("# Webhooks\n\nHarbor calls a webhook after every sync.\n")
