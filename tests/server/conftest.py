@@ -12,6 +12,7 @@ import uuid
 from collections.abc import Callable, Iterator
 from contextlib import AbstractContextManager, contextmanager
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 import psycopg
@@ -42,25 +43,30 @@ class ServerEnv:
         return {"Authorization": f"Bearer {token}"}
 
 
+def services_settings(root: Path, embedded: EmbeddedServices) -> Settings:
+    """The services profile over the fixture corpus in `root`, with a registry schema of its own."""
+    return Settings(
+        profile="services",
+        home=root / "home",
+        source=write_corpus(root / "corpus"),
+        exclude=["notes/**"],
+        postgres_dsn=os.environ.get("RAGLINE_TEST_POSTGRES_DSN") or embedded.postgres_dsn(),
+        redis_url=os.environ.get("RAGLINE_TEST_REDIS_URL") or embedded.redis_url(),
+        postgres_schema=f"t_{uuid.uuid4().hex[:12]}",
+        cache_prefix=f"test-{uuid.uuid4().hex[:8]}",
+        token="test-token",
+        registry_poll_seconds=0.0,
+    )
+
+
 @pytest.fixture(scope="session")
 def server_env(tmp_path_factory: pytest.TempPathFactory, embedded: EmbeddedServices) -> Iterator[ServerEnv]:
     from assets.build import build_index
 
     root = tmp_path_factory.mktemp("server")
-    schema = f"t_{uuid.uuid4().hex[:12]}"
-    dsn = os.environ.get("RAGLINE_TEST_POSTGRES_DSN") or embedded.postgres_dsn()
-    settings = Settings(
-        profile="services",
-        home=root / "home",
-        source=write_corpus(root / "corpus"),
-        exclude=["notes/**"],
-        postgres_dsn=dsn,
-        redis_url=os.environ.get("RAGLINE_TEST_REDIS_URL") or embedded.redis_url(),
-        postgres_schema=schema,
-        cache_prefix=f"test-{uuid.uuid4().hex[:8]}",
-        token="test-token",
-        registry_poll_seconds=0.0,
-    )
+    settings = services_settings(root, embedded)
+    schema, dsn = settings.postgres_schema, settings.postgres_dsn
+    assert dsn is not None
     query_token = issue_token(settings, "reader", ["query"])
     admin_token = issue_token(settings, "operator", ["admin"])
     stores = open_stores(settings)

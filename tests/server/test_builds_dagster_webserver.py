@@ -10,7 +10,6 @@ import socket
 import subprocess
 import sys
 import time
-import uuid
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -29,6 +28,7 @@ from server.app import create_app
 from server.builds import BuildRequestBody, RunNotLaunched, dagster_graphql_launcher
 from server.tokens import issue_token
 from tests.corpus import write_corpus
+from tests.server.conftest import services_settings
 from tests.server.test_admin import wait_for_build
 
 REPO = Path(__file__).resolve().parents[2]
@@ -99,20 +99,10 @@ def dagster_webserver(dagster_home: Path, settings: Settings) -> Iterator[str]:
 @pytest.fixture
 def fresh_settings(tmp_path: Path, embedded: EmbeddedServices) -> Iterator[Settings]:
     """The services profile over a registry schema of its own, with nothing built yet."""
-    schema = f"t_{uuid.uuid4().hex[:12]}"
-    dsn = os.environ.get("RAGLINE_TEST_POSTGRES_DSN") or embedded.postgres_dsn()
-    yield Settings(
-        profile="services",
-        home=tmp_path / "home",
-        source=write_corpus(tmp_path / "corpus"),
-        exclude=["notes/**"],
-        postgres_dsn=dsn,
-        redis_url=os.environ.get("RAGLINE_TEST_REDIS_URL") or embedded.redis_url(),
-        postgres_schema=schema,
-        cache_prefix=f"test-{uuid.uuid4().hex[:8]}",
-        token="test-token",
-        registry_poll_seconds=0.0,
-    )
+    settings = services_settings(tmp_path, embedded)
+    schema, dsn = settings.postgres_schema, settings.postgres_dsn
+    assert dsn is not None
+    yield settings
     with psycopg.connect(dsn, autocommit=True) as conn:
         conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
 
