@@ -97,10 +97,26 @@ def parse_sections(text: str, title: str) -> list[Section]:
     return [s for s in sections if s.blocks or s.heading_line]
 
 
+def _cut_line(line: str, count: TokenCounter, limit: int) -> list[str]:
+    """A code line longer than the limit (a base64 blob, a minified bundle) cut into runs of characters
+    that fit, in order; nothing dropped. Halving keeps the token counts to O(log n) per piece."""
+    pieces: list[str] = []
+    rest = line
+    while rest:
+        size = len(rest)
+        while size > 1 and count(rest[:size]) > limit:
+            size //= 2
+        pieces.append(rest[:size])
+        rest = rest[size:]
+    return pieces
+
+
 def _split_code(block: str, count: TokenCounter, limit: int) -> list[str]:
     lines = block.split("\n")
     opening, closing = lines[0], lines[-1] if len(lines) > 1 else lines[0][:3]
     inner = lines[1:-1] if len(lines) > 1 else []
+    budget = limit - count(f"{opening}\n{closing}")
+    inner = [cut for line in inner for cut in (_cut_line(line, count, budget) if count(line) > budget else [line])]
     pieces, current = [], []
     for line in inner:
         if current and count("\n".join([opening, *current, line, closing])) > limit:
@@ -295,9 +311,17 @@ def chunk_fixed(
             last -= 1
             body = text[words[first][0] : words[last - 1][1]]
         _, path, anchor = [m for m in marks if m[0] <= words[first][0]][-1]  # the last heading before
+        if last - first == 1 and count(body) > limit:  # one "word" over the limit: a base64 blob
+            for piece in _cut_line(body, count, limit):
+                chunks.append(_chunk(document, "fixed", len(chunks), piece, path, anchor, count))
+            first = last
+            continue
         chunks.append(_chunk(document, "fixed", len(chunks), body, path, anchor, count))
         if last >= len(words):
             break
+        if costs[last] > window:  # the next word fills a window alone: no overlap, or windows crawl to it
+            first = last
+            continue
         back, kept = last, 0
         while back - 1 > first + 0 and kept + costs[back - 1] <= overlap:
             back -= 1

@@ -53,11 +53,18 @@ def document_units(text: str) -> Iterable[tuple[str, bool]]:
                 yield _norm(sentence), False
 
 
+# Fence lines, the heading line each heading chunk repeats, and white space: what lies between the
+# pieces of a line cut across chunks.
+_FLAT = re.compile(r"(```|~~~)[^\n]*|^#{1,6} [^\n]*$|\s+", re.M)
+
+
 def lost_text(documents: Sequence[Document], chunks: Sequence[Chunk]) -> CheckResult:
     """Every sentence of every clean document is in some chunk of each strategy (the indexed text).
 
     A heading counts as kept when it is in some chunk's heading path (every strategy carries it);
-    a sentence too long for any one chunk counts as kept when each of its words is indexed.
+    a sentence too long for any one chunk counts as kept when each of its words is indexed, and a
+    line cut across chunks (a base64 blob in a code block) when its characters run on, in order,
+    through the document's chunks with fences and white space left out.
     """
     by_key: dict[tuple[str, str], list[Chunk]] = defaultdict(list)
     strategies = sorted({c.strategy for c in chunks})
@@ -71,6 +78,7 @@ def lost_text(documents: Sequence[Document], chunks: Sequence[Chunk]) -> CheckRe
             haystack = "\x00".join(_norm(c.text) for c in mine)
             headings = {h for c in mine for h in c.heading_path} | {_norm(c.text) for c in mine}
             words: set[str] | None = None
+            flat: str | None = None
             for unit, is_heading in document_units(document.text):
                 checked += 1
                 if is_heading:
@@ -81,6 +89,10 @@ def lost_text(documents: Sequence[Document], chunks: Sequence[Chunk]) -> CheckRe
                 else:
                     words = words if words is not None else set(haystack.replace("\x00", " ").split())
                     if all(w in words for w in unit.split()):
+                        continue
+                    flat = flat if flat is not None else "".join(_FLAT.sub("", c.text) for c in mine)
+                    unit_flat = _FLAT.sub("", unit)
+                    if unit_flat and unit_flat in flat:
                         continue
                 lost.append({"strategy": strategy, "document_id": document.document_id, "text": unit[:200]})
     return {"passed": not lost and bool(chunks), "units_checked": checked, "lost": len(lost), "examples": lost[:10]}

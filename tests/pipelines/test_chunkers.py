@@ -157,3 +157,23 @@ def test_comment_lines_in_code_fences_are_not_taken_for_headings() -> None:
 def test_padded_table_delimiter_rows_are_compacted() -> None:
     clean, _ = clean_markdown("# T\n\n| a | b |\n|:-----------|-------------:|\n| 1 | 2 |\n")
     assert "|:---|---:|" in clean.replace(" ", "")
+
+
+def test_a_code_line_longer_than_the_limit_is_cut_and_nothing_is_lost() -> None:
+    # FastAPI's stream-data page holds a base64 image on one line: 2,512 tokens to the e5 tokenizer.
+    import base64
+    import hashlib
+
+    from pipelines.chunkers import STRATEGIES, chunk_document
+    from pipelines.index_checks import lost_text
+
+    blob = base64.b64encode(b"".join(hashlib.sha256(bytes([i])).digest() for i in range(60))).decode()
+    page = doc(f'# Stream\n\nSimulate a file.\n\n```python\nimage_base64 = "{blob}"\nprint(1)\n```\n')
+    for strategy in STRATEGIES:
+        chunks = chunk_document(page, strategy, COUNT, target=100, limit=120, overlap=20)
+        assert all(c.token_count <= 120 for c in chunks), strategy
+        assert lost_text([page], chunks)["passed"], strategy
+    # Break it on purpose: drop one piece of the blob and the check notices.
+    heading = chunk_document(page, "heading", COUNT, target=100, limit=120, overlap=20)
+    assert len(heading) > 4
+    assert not lost_text([page], heading[:2] + heading[3:])["passed"]
