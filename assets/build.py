@@ -54,7 +54,12 @@ def dagster_instance(settings: Settings) -> DagsterInstance:
     # DefaultRunCoordinator: a run submitted to a webserver on this instance (the admin API's builds)
     # launches at once; Dagster's default queues it until a dagster-daemon dequeues it.
     coordinator = "run_coordinator:\n  module: dagster._core.run_coordinator\n  class: DefaultRunCoordinator\n"
-    text = storage + coordinator + "telemetry:\n  enabled: false\n"
+    # No compute-log capture: it mirrors each step's stdout through `tail -F` subprocesses, which outlived
+    # in-process builds (six left after every test run); ragline's own logs are structured already.
+    compute_logs = (
+        "compute_logs:\n  module: dagster._core.storage.noop_compute_log_manager\n  class: NoOpComputeLogManager\n"
+    )
+    text = storage + coordinator + compute_logs + "telemetry:\n  enabled: false\n"
     if not config.exists() or config.read_text() != text:
         config.write_text(text)
     return DagsterInstance.from_config(str(folder))
