@@ -50,7 +50,9 @@ def test_chat_and_console_in_a_real_browser(live_url: str, browser: webdriver.Ch
     browser.find_element(By.ID, "ask").click()
 
     wait.until(ec.text_to_be_present_in_element((By.ID, "status"), "answered"))
-    assert "7420" in browser.find_element(By.ID, "answer").text
+    # Sentences fade in (opacity 0 -> 1 over 0.25 s) and Selenium's `.text` is only the visible text:
+    # wait for the answer to be shown rather than reading it the instant the status changes.
+    wait.until(ec.text_to_be_present_in_element((By.ID, "answer"), "7420"))
     assert browser.find_elements(By.CSS_SELECTOR, "#answer .sentence .cite")
     citations = browser.find_elements(By.CSS_SELECTOR, "#citations li")
     assert citations and "config.md" in citations[0].text
