@@ -24,6 +24,14 @@ DENSE, SPARSE = "dense", "bm25"
 point_id = chunk_key  # the store's point id of a chunk
 
 
+def _dense_query(vector: np.ndarray) -> qe.Query:
+    return qe.Query.Nearest(vector.astype(float).tolist(), using=DENSE)
+
+
+def _sparse_query(vector: SparseVector) -> qe.Query:
+    return qe.Query.Nearest(qe.SparseVector(indices=vector.indices, values=vector.values), using=SPARSE)
+
+
 def _filter(strategy: str | None, language: str | None = None) -> qe.Filter | None:
     must = [
         qe.FieldCondition(key=key, match=qe.MatchValue(value))
@@ -105,28 +113,22 @@ class EdgeShardIndex:
     def dense_ranked(
         self, vector: np.ndarray, limit: int, strategy: str | None = None, language: str | None = None
     ) -> list[Ranked]:
-        return self._ranked(qe.Query.Nearest(vector.astype(float).tolist(), using=DENSE), limit, strategy, language)
+        return self._ranked(_dense_query(vector), limit, strategy, language)
 
     def sparse_ranked(
         self, vector: SparseVector, limit: int, strategy: str | None = None, language: str | None = None
     ) -> list[Ranked]:
-        if not vector.indices:
-            return []
-        sparse = qe.SparseVector(indices=vector.indices, values=vector.values)
-        return self._ranked(qe.Query.Nearest(sparse, using=SPARSE), limit, strategy, language)
+        return self._ranked(_sparse_query(vector), limit, strategy, language) if vector.indices else []
 
     def dense_search(
         self, vector: np.ndarray, limit: int, strategy: str | None = None, language: str | None = None
     ) -> list[Hit]:
-        return self._query(qe.Query.Nearest(vector.astype(float).tolist(), using=DENSE), limit, strategy, language)
+        return self._query(_dense_query(vector), limit, strategy, language)
 
     def sparse_search(
         self, vector: SparseVector, limit: int, strategy: str | None = None, language: str | None = None
     ) -> list[Hit]:
-        if not vector.indices:
-            return []
-        sparse = qe.SparseVector(indices=vector.indices, values=vector.values)
-        return self._query(qe.Query.Nearest(sparse, using=SPARSE), limit, strategy, language)
+        return self._query(_sparse_query(vector), limit, strategy, language) if vector.indices else []
 
     def scroll_chunks(self, strategy: str | None = None, language: str | None = None) -> list[Chunk]:
         """Every chunk's payload (for an in-memory BM25 corpus); read once per index version."""
@@ -147,14 +149,7 @@ class EdgeShardIndex:
 
     def get_chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
         """The chunks with these ids that exist (neighbour expansion asks for ids that may not)."""
-        if not chunk_ids:
-            return []
-        try:
-            with self._lock:
-                records = self._shard.retrieve([point_id(c) for c in chunk_ids], True, False)
-        except Exception as exc:
-            raise StoreUnavailable(f"retrieve failed on {self.path}: {exc}") from exc
-        return [Chunk.from_payload(r.payload or {}) for r in records]
+        return list(self.chunks_by_key([point_id(c) for c in chunk_ids]).values())
 
     def chunks_by_key(self, keys: Sequence[str]) -> dict[str, Chunk]:
         """The chunks of these point keys (from `dense_ranked` / `sparse_ranked`), by key."""

@@ -34,6 +34,10 @@ def _filter(strategy: str | None, language: str | None = None) -> models.Filter 
     return models.Filter(must=must) if must else None
 
 
+def _sparse(vector: SparseVector) -> models.SparseVector:
+    return models.SparseVector(indices=vector.indices, values=vector.values)
+
+
 class QdrantCollectionWriter:
     def __init__(self, client: QdrantClient, collection: str, dimension: int) -> None:
         self.client, self.collection = client, collection
@@ -53,7 +57,7 @@ class QdrantCollectionWriter:
                 id=point_id(chunk.chunk_id),
                 vector={
                     DENSE: dense[i].astype(float).tolist(),
-                    SPARSE: models.SparseVector(indices=sparse[i].indices, values=sparse[i].values),
+                    SPARSE: _sparse(sparse[i]),
                 },
                 payload=chunk.payload(),
             )
@@ -112,20 +116,28 @@ class QdrantCollectionIndex:
             raise StoreUnavailable(f"vector query failed on {self.collection}: {exc}") from exc
         return list(result.points)
 
+    def _ranked(
+        self,
+        query: list[float] | models.SparseVector,
+        using: str,
+        limit: int,
+        strategy: str | None,
+        language: str | None,
+    ) -> list[Ranked]:
+        points = self._points(query, using, limit, strategy, language, False)  # ids and scores only
+        return [Ranked(str(p.id), float(p.score)) for p in points]
+
     def dense_ranked(
         self, vector: np.ndarray, limit: int, strategy: str | None = None, language: str | None = None
     ) -> list[Ranked]:
-        points = self._points(vector.astype(float).tolist(), DENSE, limit, strategy, language, False)
-        return [Ranked(str(p.id), float(p.score)) for p in points]
+        return self._ranked(vector.astype(float).tolist(), DENSE, limit, strategy, language)
 
     def sparse_ranked(
         self, vector: SparseVector, limit: int, strategy: str | None = None, language: str | None = None
     ) -> list[Ranked]:
         if not vector.indices:
             return []
-        sparse = models.SparseVector(indices=vector.indices, values=vector.values)
-        points = self._points(sparse, SPARSE, limit, strategy, language, False)
-        return [Ranked(str(p.id), float(p.score)) for p in points]
+        return self._ranked(_sparse(vector), SPARSE, limit, strategy, language)
 
     def dense_search(
         self, vector: np.ndarray, limit: int, strategy: str | None = None, language: str | None = None
@@ -135,10 +147,7 @@ class QdrantCollectionIndex:
     def sparse_search(
         self, vector: SparseVector, limit: int, strategy: str | None = None, language: str | None = None
     ) -> list[Hit]:
-        if not vector.indices:
-            return []
-        sparse = models.SparseVector(indices=vector.indices, values=vector.values)
-        return self._query(sparse, SPARSE, limit, strategy, language)
+        return self._query(_sparse(vector), SPARSE, limit, strategy, language) if vector.indices else []
 
     def scroll_chunks(self, strategy: str | None = None, language: str | None = None) -> list[Chunk]:
         """Every chunk's payload (for an in-memory BM25 corpus); read once per index version."""
@@ -165,13 +174,7 @@ class QdrantCollectionIndex:
         return {str(r.id): Chunk.from_payload(r.payload or {}) for r in records}
 
     def get_chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
-        if not chunk_ids:
-            return []
-        try:
-            records = self.client.retrieve(self.collection, [point_id(c) for c in chunk_ids], with_payload=True)
-        except Exception as exc:
-            raise StoreUnavailable(f"retrieve failed on {self.collection}: {exc}") from exc
-        return [Chunk.from_payload(r.payload or {}) for r in records]
+        return list(self.chunks_by_key([point_id(c) for c in chunk_ids]).values())
 
     def count(self) -> int:
         return self.client.count(self.collection, exact=True).count
