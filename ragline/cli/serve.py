@@ -78,7 +78,9 @@ def cmd_serve(args: argparse.Namespace) -> int:
             file=sys.stderr,
             flush=True,
         )
-        uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning")
+        # At log level "warning" uvicorn's access lines are dropped anyway, but it still formats their
+        # client address and quoted path for every response: ~1.5% of a cache hit's CPU (py-spy).
+        uvicorn.run(app, host=settings.host, port=settings.port, log_level="warning", access_log=False)
     finally:
         stores.close()
     return 0
