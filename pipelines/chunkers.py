@@ -2,6 +2,7 @@
 model's own tokenizer so no chunk is cut by the model's window:
 
 - `heading`: split at headings, pack blocks up to a target, split long code/tables keeping structure;
+- `heading_packed`: the same sections, with runs of short neighbouring sections packed together;
 - `fixed`: fixed token windows with overlap over the whole page;
 - `sentence_window`: a few sentences per indexed unit, with a wider `context_text` for generation.
 """
@@ -11,7 +12,7 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 from pipelines.documents import Chunk, Document, make_chunk_id
 
@@ -206,31 +207,70 @@ def _overlap_tail(text: str, count: TokenCounter, overlap: int) -> str:
     return tail
 
 
+def section_texts(section: Section, count: TokenCounter, target: int, limit: int, overlap: int) -> list[str]:
+    """One section as chunk texts: its blocks packed up to the target under its heading line, a long
+    section cut into several with `overlap` tokens of trailing sentences repeated."""
+    head = section.heading_line
+    budget = limit - (count(head) + 2 if head else 0)
+    blocks = [piece for block in section.blocks for piece in split_block(block, count, budget)]
+    packed: list[str] = []
+    current: list[str] = []
+    for block in blocks:
+        body = "\n\n".join([*current, block])
+        if current and count(body) > min(target, budget):
+            packed.append("\n\n".join(current))
+            tail = _overlap_tail(current[-1], count, overlap)
+            current = [tail] if tail and count(f"{tail}\n\n{block}") <= budget else []
+        current.append(block)
+    if current or not packed:
+        packed.append("\n\n".join(current))
+    texts = [f"{head}\n\n{body}".strip() if head else body.strip() for body in packed]
+    return [t for t in texts if t]
+
+
 def chunk_heading(
     document: Document, count: TokenCounter, target: int = 450, limit: int = 500, overlap: int = 50, **_: int
 ) -> list[Chunk]:
     chunks: list[Chunk] = []
     for section in parse_sections(document.text, document.title):
-        head = section.heading_line
-        budget = limit - (count(head) + 2 if head else 0)
-        blocks = [piece for block in section.blocks for piece in split_block(block, count, budget)]
-        packed: list[str] = []
-        current: list[str] = []
-        for block in blocks:
-            body = "\n\n".join([*current, block])
-            if current and count(body) > min(target, budget):
-                packed.append("\n\n".join(current))
-                tail = _overlap_tail(current[-1], count, overlap)
-                current = [tail] if tail and count(f"{tail}\n\n{block}") <= budget else []
-            current.append(block)
-        if current or not packed:
-            packed.append("\n\n".join(current))
-        for body in packed:
-            text = f"{head}\n\n{body}".strip() if head else body.strip()
-            if text:
+        for text in section_texts(section, count, target, limit, overlap):
+            chunks.append(_chunk(document, "heading", len(chunks), text, section.heading_path, section.anchor, count))
+    return chunks
+
+
+def chunk_heading_packed(
+    document: Document, count: TokenCounter, target: int = 450, limit: int = 500, overlap: int = 50, **_: int
+) -> list[Chunk]:
+    """Heading sections, with runs of short neighbouring sections packed into one chunk up to the target.
+
+    A page of many short sections (a tutorial step by step) otherwise becomes many small chunks, each
+    too short to carry the words a question uses; a section is never cut to fill a chunk, and a long
+    one still becomes chunks of its own. The chunk's heading path and anchor are its first section's."""
+    chunks: list[Chunk] = []
+    run: list[tuple[Section, str]] = []  # short sections waiting to be packed together
+
+    def flush() -> None:
+        if run:
+            text = "\n\n".join(t for _, t in run)
+            first = run[0][0]
+            chunks.append(
+                _chunk(document, "heading_packed", len(chunks), text, first.heading_path, first.anchor, count)
+            )
+            run.clear()
+
+    for section in parse_sections(document.text, document.title):
+        texts = section_texts(section, count, target, limit, overlap)
+        if len(texts) != 1:
+            flush()
+            for text in texts:
                 chunks.append(
-                    _chunk(document, "heading", len(chunks), text, section.heading_path, section.anchor, count)
+                    _chunk(document, "heading_packed", len(chunks), text, section.heading_path, section.anchor, count)
                 )
+            continue
+        if run and count("\n\n".join([*(t for _, t in run), texts[0]])) > target:
+            flush()
+        run.append((section, texts[0]))
+    flush()
     return chunks
 
 
@@ -397,15 +437,43 @@ def chunk_sentence_window(
 
 STRATEGIES: dict[str, Callable[..., list[Chunk]]] = {
     "heading": chunk_heading,
+    "heading_packed": chunk_heading_packed,
     "fixed": chunk_fixed,
     "sentence_window": chunk_sentence_window,
 }
 
 
-def chunk_document(document: Document, strategy: str, count: TokenCounter, **sizes: int) -> list[Chunk]:
-    """Chunk one document with the named strategy; every strategy takes target, limit and overlap."""
+def with_neighbour_context(chunks: list[Chunk], budget: int) -> list[Chunk]:
+    """Each chunk of one document with its neighbours as `context_text`, widened left and right in turn
+    while the whole stays within `budget` tokens ("small to big": the index matches the chunk, the
+    generator reads the passage around it). A chunk that already has a context (sentence_window)
+    or whose neighbours do not fit is left as it is."""
+    out: list[Chunk] = []
+    for k, chunk in enumerate(chunks):
+        if chunk.context_text is not None or budget <= chunk.token_count:
+            out.append(chunk)
+            continue
+        lo, hi, used = k, k, chunk.token_count
+        grew = True
+        while grew:
+            grew = False
+            if lo > 0 and used + chunks[lo - 1].token_count <= budget:
+                lo, used, grew = lo - 1, used + chunks[lo - 1].token_count, True
+            if hi + 1 < len(chunks) and used + chunks[hi + 1].token_count <= budget:
+                hi, used, grew = hi + 1, used + chunks[hi + 1].token_count, True
+        wide = "\n\n".join(c.text for c in chunks[lo : hi + 1])
+        out.append(replace(chunk, context_text=wide) if hi > lo else chunk)
+    return out
+
+
+def chunk_document(
+    document: Document, strategy: str, count: TokenCounter, context: int = 0, **sizes: int
+) -> list[Chunk]:
+    """Chunk one document with the named strategy; every strategy takes target, limit and overlap.
+    `context` > 0 gives each chunk its neighbours within that many tokens as generation context."""
     try:
         chunker = STRATEGIES[strategy]
     except KeyError:
         raise ValueError(f"unknown chunk strategy {strategy!r}; known: {sorted(STRATEGIES)}") from None
-    return chunker(document, count, **sizes)
+    chunks = chunker(document, count, **sizes)
+    return with_neighbour_context(chunks, context) if context > 0 else chunks

@@ -57,6 +57,7 @@ class BuildRequest:
     max_tokens: int
     overlap_tokens: int
     window_sentences: int = 3
+    context_tokens: int = 0
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: Any) -> BuildRequest:
@@ -70,6 +71,7 @@ class BuildRequest:
             "max_tokens": settings.chunk_max_tokens,
             "overlap_tokens": settings.chunk_overlap_tokens,
             "window_sentences": settings.chunk_window_sentences,
+            "context_tokens": settings.chunk_context_tokens,
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         for key in ("include", "exclude", "strategies"):
@@ -86,6 +88,7 @@ class BuildRequest:
             "max_tokens": self.max_tokens,
             "overlap_tokens": self.overlap_tokens,
             "window_sentences": self.window_sentences,
+            "context_tokens": self.context_tokens,
             "include": list(self.include),
             "exclude": list(self.exclude),
             "analyzer": ANALYZER_VERSION,
@@ -164,6 +167,7 @@ def chunk_documents(documents: list[Document], request: BuildRequest, strategy: 
                 limit=request.max_tokens,
                 overlap=request.overlap_tokens,
                 sentences=request.window_sentences,
+                context=request.context_tokens,
             )
         )
     return chunks

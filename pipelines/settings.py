@@ -47,11 +47,14 @@ class Settings(BaseSettings):
     chunk_max_tokens: int = Field(500, description="Hard limit of a chunk, in embedding-model tokens.")
     chunk_target_tokens: int = Field(450, description="Target size of a chunk, in embedding-model tokens.")
     chunk_overlap_tokens: int = Field(50, description="Tokens repeated between consecutive windows of a long section.")
+    chunk_context_tokens: int = Field(
+        0, ge=0, description="Tokens of a chunk plus its neighbours that the generator reads (0: the chunk alone)."
+    )
 
     # Ingestion graph (issue 3): strategies built, checks, retention, schedule.
     build_strategies: list[str] = Field(
         default_factory=list,
-        description="Chunk strategies every build indexes besides chunk_strategy (heading, fixed, sentence_window).",
+        description="Chunk strategies every build indexes besides chunk_strategy (heading, heading_packed, fixed, sentence_window).",
     )
     chunk_window_sentences: int = Field(3, description="Sentences in one indexed unit of the sentence_window strategy.")
     languages: list[str] = Field(

@@ -45,7 +45,8 @@ def eval_settings(
         "chunk_strategy": strategy or base.chunk_strategy,
         "embedding_model": embedding_model or base.embedding_model,
     }
-    key = _key(values, base.chunk_target_tokens, base.chunk_max_tokens, base.chunk_overlap_tokens)
+    sizes = [base.chunk_target_tokens, base.chunk_max_tokens, base.chunk_overlap_tokens]
+    key = _key(values, *sizes, *([base.chunk_context_tokens] if base.chunk_context_tokens else []))
     return Settings(
         **values,
         profile=base.profile,

@@ -177,3 +177,46 @@ def test_a_code_line_longer_than_the_limit_is_cut_and_nothing_is_lost() -> None:
     heading = chunk_document(page, "heading", COUNT, target=100, limit=120, overlap=20)
     assert len(heading) > 4
     assert not lost_text([page], heading[:2] + heading[3:])["passed"]
+
+
+def test_heading_packed_joins_short_sections_and_keeps_long_ones_apart() -> None:
+    from pipelines.chunkers import chunk_heading_packed
+
+    steps = "".join(f"## Step {i}\n\nRun command number {i} and check its output.\n\n" for i in range(12))
+    long_section = " ".join(f"Sentence {i} about the long topic goes here." for i in range(60))
+    page = doc(f"# Guide\n\nIntro.\n\n{steps}## Long\n\n{long_section}\n\n## After\n\nThe end.\n")
+    heading = chunk_heading(page, COUNT, target=100, limit=120, overlap=20)
+    packed = chunk_heading_packed(page, COUNT, target=100, limit=120, overlap=20)
+    assert len(packed) < len(heading)
+    assert all(c.token_count <= 100 or c.heading_path[-1] == "Long" for c in packed)
+    first = packed[0]
+    # Several short sections in one chunk, each with its own heading line; the first names the chunk.
+    assert first.text.count("## Step") >= 2 and first.heading_path == ["Guide"]
+    # The long section is cut as the heading strategy cuts it, never merged with its neighbours.
+    longs = [c for c in packed if "long topic" in c.text]
+    assert [c.text for c in longs] == [c.text for c in heading if "long topic" in c.text]
+    assert all("## Step" not in c.text and "The end." not in c.text for c in longs)
+    assert packed[-1].text == "## After\n\nThe end."
+
+
+def test_neighbour_context_widens_what_the_generator_reads_within_the_budget() -> None:
+    from pipelines.chunkers import chunk_document
+
+    sections = "".join(f"## Part {i}\n\nFact number {i} is stated here in a sentence.\n\n" for i in range(8))
+    page = doc(f"# Guide\n\n{sections}")
+    plain = chunk_document(page, "heading", COUNT, target=100, limit=120, overlap=20)
+    wide = chunk_document(page, "heading", COUNT, context=60, target=100, limit=120, overlap=20)
+    assert [c.text for c in wide] == [c.text for c in plain]  # the index matches the same units
+    assert all(c.context_text is None for c in plain)
+    middle = wide[4]
+    assert middle.text in middle.generation_text and middle.generation_text != middle.text
+    # Neighbours on both sides, in page order, and the whole within the budget.
+    assert wide[3].text in middle.generation_text and wide[5].text in middle.generation_text
+    assert middle.generation_text.index(wide[3].text) < middle.generation_text.index(wide[5].text)
+    assert COUNT(middle.generation_text) <= 60 + 4
+    # A budget no neighbour fits leaves the chunk alone; sentence_window keeps its own context.
+    tight = chunk_document(page, "heading", COUNT, context=1, target=100, limit=120, overlap=20)
+    assert all(c.context_text is None for c in tight)
+    windows = chunk_document(page, "sentence_window", COUNT, context=60, target=100, limit=120, overlap=20)
+    own = chunk_document(page, "sentence_window", COUNT, target=100, limit=120, overlap=20)
+    assert [c.context_text for c in windows] == [c.context_text for c in own]
