@@ -45,8 +45,9 @@ def eval_settings(
         "chunk_strategy": strategy or base.chunk_strategy,
         "embedding_model": embedding_model or base.embedding_model,
     }
-    sizes = [base.chunk_target_tokens, base.chunk_max_tokens, base.chunk_overlap_tokens]
-    key = _key(values, *sizes, *([base.chunk_context_tokens] if base.chunk_context_tokens else []))
+    # Not the generation context: it changes no embedding, so the data dir and its embedding cache are
+    # shared, and a context change rebuilds there from the cache.
+    key = _key(values, base.chunk_target_tokens, base.chunk_max_tokens, base.chunk_overlap_tokens)
     return Settings(
         **values,
         profile=base.profile,
