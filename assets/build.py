@@ -85,9 +85,16 @@ def _check_failure(evaluation: Any) -> str:
     return f"{text}: {'; '.join(details)}" if details else text
 
 
+def _error_message(error: Any) -> str:
+    """The step's own exception, not Dagster's "Error occurred while executing op" wrapper around it."""
+    while getattr(error, "cause", None) is not None and "Error occurred while executing" in str(error.message):
+        error = error.cause
+    return str(error.message).strip()
+
+
 def _failure(version: str, result: Any) -> str:
     failures = [
-        str(event.event_specific_data.error.message).strip()  # type: ignore[union-attr]
+        _error_message(event.event_specific_data.error)  # type: ignore[union-attr]
         for event in result.all_events
         if event.is_step_failure
     ]

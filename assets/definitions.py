@@ -5,7 +5,11 @@ from dagster import (
     DefaultScheduleStatus,
     DefaultSensorStatus,
     Definitions,
+    MetadataValue,
+    Nothing,
     OpExecutionContext,
+    Out,
+    Output,
     RunRequest,
     ScheduleDefinition,
     SensorEvaluationContext,
@@ -31,14 +35,27 @@ chunks_job = define_asset_job("chunks_by_strategy", selection=["chunks"], partit
 rest_job = define_asset_job("embed_and_activate", selection=["embeddings", "shadow_collection", "active_index"])
 
 
-@op(required_resource_keys={"ragline"})
-def build_configured_index(context: OpExecutionContext) -> None:
+@op(required_resource_keys={"ragline"}, out=Out(Nothing))
+def build_configured_index(context: OpExecutionContext) -> Output[None]:
     """The whole build, as `ragline index build` runs it: one run per stage, all recorded in this instance.
 
-    A schedule or sensor cannot chain a partitioned run and the runs after it, so they launch this."""
-    env = context.resources.ragline.env
-    outcome = build_index(env.settings, env.stores, env.request)
+    A schedule or sensor cannot chain a partitioned run and the runs after it, so they launch this. Its
+    output's metadata is the build's outcome (version, built, seconds, summary): the admin API reads it
+    back from the run (server/builds.py)."""
+    resource = context.resources.ragline
+    env = resource.env
+    outcome = build_index(env.settings, env.stores, env.request, force=resource.force)
     context.log.info(f"{'built' if outcome.built else 'unchanged'}: {outcome.version} in {outcome.seconds:.1f} s")
+    return Output(
+        None,
+        metadata={
+            "version": outcome.version,
+            "built": outcome.built,
+            "build_run_id": outcome.run_id or "",
+            "seconds": round(outcome.seconds, 3),
+            "summary": MetadataValue.json(outcome.summary),
+        },
+    )
 
 
 @job(resource_defs={"ragline": IngestionResource()})

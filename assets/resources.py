@@ -38,6 +38,7 @@ class IngestionResource(ConfigurableResource):  # type: ignore[type-arg]
 
     source: str | None = None
     strategy: str | None = None
+    force: bool = False  # rebuild even when this content version is active (the admin API's `force`)
 
     @cached_property
     def env(self) -> IngestionEnv:

@@ -8,6 +8,7 @@ composition root (`ragline serve`); an app built without one can only use the we
 from __future__ import annotations
 
 import datetime as dt
+import json
 import threading
 import time
 import uuid
@@ -107,6 +108,69 @@ class RunNotLaunched(RuntimeError):
     """The webserver accepted the run but nothing launched it (a queued run with no dagster-daemon)."""
 
 
+# The metadata of the `index_build` job's one output (assets/definitions.py): the build's outcome.
+RUN_OUTPUT_QUERY = """
+query RunOutput($runId: ID!) {
+  logsForRun(runId: $runId) {
+    __typename
+    ... on EventConnection {
+      events {
+        __typename
+        ... on ExecutionStepOutputEvent {
+          stepKey
+          metadataEntries {
+            label
+            ... on TextMetadataEntry { text }
+            ... on BoolMetadataEntry { boolValue }
+            ... on FloatMetadataEntry { floatValue }
+            ... on IntMetadataEntry { intValue }
+            ... on JsonMetadataEntry { jsonString }
+          }
+        }
+        ... on ExecutionStepFailureEvent {
+          stepKey
+          error { message cause { message } }
+        }
+      }
+    }
+    ... on PythonError { message }
+    ... on RunNotFoundError { message }
+  }
+}
+"""
+OUTCOME_STEP = "build_configured_index"
+
+
+def run_outcome(events: list[dict[str, Any]]) -> dict[str, Any]:
+    """{"version", "built", "build_run_id", "seconds", "summary"} from the build op's output metadata
+    (empty when the run has none, e.g. a code location older than this server)."""
+    outcome: dict[str, Any] = {}
+    for event in events:
+        if event.get("__typename") != "ExecutionStepOutputEvent" or event.get("stepKey") != OUTCOME_STEP:
+            continue
+        for entry in event.get("metadataEntries") or []:
+            if "jsonString" in entry:
+                value: Any = json.loads(entry["jsonString"])
+            else:
+                keys = ("text", "boolValue", "floatValue", "intValue")
+                value = next((entry[k] for k in keys if k in entry), None)
+            outcome[entry["label"]] = value
+    return outcome
+
+
+def run_failures(events: list[dict[str, Any]]) -> list[str]:
+    """Each failed step's error (its cause when Dagster wrapped it): why the build failed, without opening
+    Dagster."""
+    reasons = []
+    for event in events:
+        if event.get("__typename") != "ExecutionStepFailureEvent":
+            continue
+        error = event.get("error") or {}
+        message = ((error.get("cause") or error).get("message") or "").strip()
+        reasons.append(f"{event.get('stepKey')}: {message[:500]}")
+    return reasons
+
+
 def dagster_graphql_launcher(
     settings: Settings,
     poll_seconds: float = 1.0,
@@ -114,6 +178,10 @@ def dagster_graphql_launcher(
     start_timeout_seconds: float | None = None,
 ) -> BuildLauncher:
     """Submit the `index_build` job to the Dagster webserver and wait for its run to finish.
+
+    The request (source, strategy, force) is the run's `ragline` resource config; the result is the
+    build's outcome as the run's build op reports it in its output metadata (version, built, seconds,
+    summary, and `build_run_id`, the run that activated the version) with the webserver's `run_id`.
 
     A run still QUEUED or NOT_STARTED after `start_timeout_seconds` (default
     `RAGLINE_DAGSTER_START_TIMEOUT_SECONDS`) fails the build at once instead of waiting out
@@ -141,8 +209,21 @@ def dagster_graphql_launcher(
             "DefaultRunCoordinator as ragline's instance files do"
         )
 
+    def events_of(run_id: str) -> list[dict[str, Any]]:
+        try:
+            data = client._execute(RUN_OUTPUT_QUERY, {"runId": run_id})  # no public call reads a run's events
+        except DagsterGraphQLClientError as exc:
+            log.warning("dagster_run_events_unread", run_id=run_id, error=str(exc))
+            return []
+        logs = data["logsForRun"]
+        if logs["__typename"] != "EventConnection":
+            log.warning("dagster_run_events_unread", run_id=run_id, error=logs.get("message"))
+            return []
+        return list(logs["events"])
+
     def launch(request: BuildRequestBody) -> dict[str, Any]:
-        config = {k: v for k, v in {"source": request.source, "strategy": request.strategy}.items() if v}
+        fields = {"source": request.source, "strategy": request.strategy, "force": request.force}
+        config = {k: v for k, v in fields.items() if v}
         run_id = client.submit_job_execution(
             "index_build",
             repository_location_name=settings.dagster_location,
@@ -162,9 +243,10 @@ def dagster_graphql_launcher(
                 continue
             misses = 0
             if status == "SUCCESS":
-                return {"run_id": run_id, "dagster_status": status}
+                return {**run_outcome(events_of(run_id)), "run_id": run_id, "dagster_status": status}
             if status in ("FAILURE", "CANCELED"):
-                raise RuntimeError(f"Dagster run {run_id} ended {status}")
+                why = "; ".join(run_failures(events_of(run_id)))
+                raise RuntimeError(f"Dagster run {run_id} ended {status}" + (f": {why}" if why else ""))
             if status in NOT_LAUNCHED and time.monotonic() - submitted > start_limit:
                 raise give_up(run_id, status)
             time.sleep(poll_seconds)
