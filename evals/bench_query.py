@@ -8,7 +8,8 @@ In one run, each question of the golden file is timed, interleaved so load drift
 - `retrieval`: query embedding + dense + BM25 + fusion, the hybrid retrieval nodes of the graph
   (`RetrievalPlan.run`, with the settings' BM25 engine and fusion, keeping `top_k` chunks as the
   default graph does without a reranker);
-- `rerank_30`: the cross-encoder over the top 30 fused candidates of the question.
+- `rerank_30`: the cross-encoder over the top 30 fused candidates of the question;
+  `--rerank-tokens 128,96,64` times one reranker per input budget, interleaved, as `rerank_30@<tokens>`.
 Reported: p50/p95 of each, the retrieval/embedding p50 ratio, and the machine's load average.
 """
 
@@ -27,6 +28,7 @@ import numpy as np
 from evals.golden import load_golden
 from pipelines.logs import configure_logging
 from pipelines.profiles import open_stores
+from pipelines.rerank import CrossEncoderReranker
 from pipelines.settings import Settings
 from query_graph.retrieval import RetrievalPlan
 from query_graph.service import QueryService
@@ -63,16 +65,25 @@ def plan_for(service: QueryService, depth: int) -> RetrievalPlan:
     )
 
 
-def run(service: QueryService, questions: list[str], rounds: int, depth: int) -> dict[str, Any]:
+def rerankers(service: QueryService, budgets: list[int]) -> dict[str, Any]:
+    """The service's reranker as `rerank_30`, or one per token budget as `rerank_30@<budget>`."""
+    if not budgets:
+        return {"rerank_30": service.back.reranker()}
+    s = service.settings
+    return {f"rerank_30@{b}": CrossEncoderReranker(s.reranker_model, s.reranker_path, b) for b in budgets}
+
+
+def run(service: QueryService, questions: list[str], rounds: int, depth: int, budgets: list[int]) -> dict[str, Any]:
     # Retrieval as the default graph runs it (rerank off: the top_k fused chunks are read whole);
     # the reranker's candidates come from a plan that keeps `depth` of them.
     plan = plan_for(service, service.settings.top_k)
     deep = plan_for(service, depth)
-    reranker = service.back.reranker()
+    scorers = rerankers(service, budgets)
     for q in questions[:3]:  # warm-up: sessions, caches, first-query allocations
         plan.run(q)
-        reranker.scores(q, [c.chunk.generation_text for c in deep.run(q)[:depth]])
-    timings: dict[str, list[float]] = {"embed": [], "retrieval": [], "rerank_30": []}
+        for reranker in scorers.values():
+            reranker.scores(q, [c.chunk.generation_text for c in deep.run(q)[:depth]])
+    timings: dict[str, list[float]] = {"embed": [], "retrieval": [], **{name: [] for name in scorers}}
     pairs: list[int] = []
     for _ in range(rounds):
         for q in questions:
@@ -85,9 +96,10 @@ def run(service: QueryService, questions: list[str], rounds: int, depth: int) ->
         for q in questions:
             passages = [c.chunk.generation_text for c in deep.run(q)[:depth]]
             pairs.append(len(passages))
-            started = time.perf_counter()
-            reranker.scores(q, passages)
-            timings["rerank_30"].append((time.perf_counter() - started) * 1000)
+            for name, reranker in scorers.items():
+                started = time.perf_counter()
+                reranker.scores(q, passages)
+                timings[name].append((time.perf_counter() - started) * 1000)
     out = {name: summary(values) for name, values in timings.items()}
     out["retrieval_over_embed_p50"] = round(out["retrieval"]["p50"] / out["embed"]["p50"], 3)
     out["rerank_pairs_mean"] = round(sum(pairs) / len(pairs), 2)
@@ -100,6 +112,7 @@ def main() -> None:
     parser.add_argument("--golden", type=Path, default=DEFAULT_GOLDEN)
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--depth", type=int, default=30, help="candidates the reranker scores")
+    parser.add_argument("--rerank-tokens", default="", help="input budgets to compare, e.g. 128,96,64")
     parser.add_argument("--out", type=Path)
     args = parser.parse_args()
     os.environ.setdefault("HF_HUB_OFFLINE", "1")
@@ -110,7 +123,8 @@ def main() -> None:
         service = QueryService(settings, stores)
         questions = [q.question for q in load_golden(args.golden)]
         load_before = os.getloadavg()
-        result = run(service, questions, args.rounds, args.depth)
+        budgets = [int(b) for b in args.rerank_tokens.split(",") if b.strip()]
+        result = run(service, questions, args.rounds, args.depth, budgets)
         version, index = service.active()
         result.update(
             {
