@@ -14,7 +14,7 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from pipelines.documents import Chunk, Document, make_chunk_id
+from pipelines.documents import Chunk, Document, make_chunk_id, plain_text
 
 TokenCounter = Callable[[str], int]
 
@@ -253,9 +253,14 @@ def chunk_heading_packed(
         if run:
             text = "\n\n".join(t for _, t in run)
             first = run[0][0]
-            chunks.append(
-                _chunk(document, "heading_packed", len(chunks), text, first.heading_path, first.anchor, count)
-            )
+            chunk = _chunk(document, "heading_packed", len(chunks), text, first.heading_path, first.anchor, count)
+            if len(run) > 1:  # where each section starts, so a citation can link to the one it quotes
+                starts, offset = [], 0
+                for section, part in run:
+                    starts.append([offset, section.anchor])
+                    offset += len(plain_text(part)) + 1
+                chunk = replace(chunk, extra={**chunk.extra, "sections": starts})
+            chunks.append(chunk)
             run.clear()
 
     for section in parse_sections(document.text, document.title):

@@ -54,6 +54,29 @@ class Chunk:
         """What the generator sees: the wider context when the strategy indexes less."""
         return self.context_text or self.text
 
+    def anchor_for(self, quoted: str) -> str:
+        """The anchor of the section a quoted sentence comes from. A `heading_packed` chunk holds several
+        sections (`extra["sections"]`: [offset in the chunk's `plain_text`, anchor]); for any
+        other chunk, or a quote not found in the chunk's own text, the chunk's anchor."""
+        sections = self.extra.get("sections") if self.extra else None
+        if not sections:
+            return self.anchor
+        where = plain_text(self.text).find(plain_text(quoted)[:80])
+        if where < 0:
+            return self.anchor
+        return [anchor for offset, anchor in sections if offset <= where][-1]
+
+    def source_uri_for(self, quoted: str) -> str:
+        anchor = self.anchor_for(quoted)
+        base = self.source_uri.split("#", 1)[0]
+        return f"{base}#{anchor}" if anchor else base
+
+
+def plain_text(text: str) -> str:
+    """Text without Markdown emphasis and code ticks, white space collapsed: a quoted sentence (which
+    the extractive generator copies without markup) is found in its chunk by this form."""
+    return " ".join(text.replace("`", "").replace("*", "").split())
+
 
 def chunk_key(chunk_id: str) -> str:
     """The id a chunk's point has in the vector store (a UUID derived from the chunk id)."""

@@ -43,7 +43,7 @@ class Settings(BaseSettings):
         "bge-small-en-v1.5-int8",
         description="Catalogue name, sentence-transformers model id, or local path of the dense embedder.",
     )
-    chunk_strategy: str = Field("heading", description="Chunking strategy the index is built and queried with.")
+    chunk_strategy: str = Field("heading_packed", description="Chunking strategy the index is built and queried with.")
     chunk_max_tokens: int = Field(500, description="Hard limit of a chunk, in embedding-model tokens.")
     chunk_target_tokens: int = Field(450, description="Target size of a chunk, in embedding-model tokens.")
     chunk_overlap_tokens: int = Field(50, description="Tokens repeated between consecutive windows of a long section.")

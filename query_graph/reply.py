@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from pipelines.citations import strip_markers
 from pipelines.coverage import Coverage
 from query_graph.crag import CragOutcome
 from query_graph.generation import Draft
@@ -21,14 +22,16 @@ def reply(
     question_coverage: Coverage,
 ) -> dict[str, Any]:
     by_id = {c.chunk.chunk_id: c for c in context_candidates}
+    # Each cited chunk with the first sentence that cites it: that sentence's section is where the link goes.
+    quoted = {cid: strip_markers(s.text) for s in reversed(verified_answer.sentences) for cid in s.chunk_ids}
     cited = list(dict.fromkeys(cid for s in verified_answer.sentences for cid in s.chunk_ids))
     citations = [
         {
             "chunk_id": cid,
             "document_id": by_id[cid].chunk.document_id,
             "title": by_id[cid].chunk.title,
-            "anchor": by_id[cid].chunk.anchor,
-            "source_uri": by_id[cid].chunk.source_uri,
+            "anchor": by_id[cid].chunk.anchor_for(quoted[cid]),
+            "source_uri": by_id[cid].chunk.source_uri_for(quoted[cid]),
             "score": round(by_id[cid].fused_score, 6),
         }
         for cid in cited

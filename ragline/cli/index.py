@@ -123,7 +123,7 @@ def register(commands: Any) -> None:
     build.add_argument(
         "--strategy",
         action="append",
-        help="chunk strategy to build as well as RAGLINE_CHUNK_STRATEGY (heading, fixed, sentence_window); repeatable",
+        help="chunk strategy to build as well as RAGLINE_CHUNK_STRATEGY (heading, heading_packed, fixed, sentence_window); repeatable",
     )
     build.add_argument("--json", action="store_true")
     build.set_defaults(func=cmd_index_build)

@@ -220,3 +220,15 @@ def test_neighbour_context_widens_what_the_generator_reads_within_the_budget() -
     windows = chunk_document(page, "sentence_window", COUNT, context=60, target=100, limit=120, overlap=20)
     own = chunk_document(page, "sentence_window", COUNT, target=100, limit=120, overlap=20)
     assert [c.context_text for c in windows] == [c.context_text for c in own]
+
+
+def test_a_packed_chunk_links_a_quote_to_its_own_section() -> None:
+    from pipelines.chunkers import chunk_heading_packed
+
+    page = doc("# Guide\n\n## Install\n\nRun the *installer* once.\n\n## Ports { #ports }\n\nPort `7420` is the default.\n")
+    (chunk,) = chunk_heading_packed(page, COUNT)
+    assert chunk.anchor == "guide" and "## Install" in chunk.text and "## Ports" in chunk.text
+    assert chunk.anchor_for("Port 7420 is the default.") == "ports"
+    assert chunk.source_uri_for("Port 7420 is the default.") == "file:///a/page.md#ports"
+    assert chunk.anchor_for("Run the installer once.") == "install"
+    assert chunk.anchor_for("A sentence from elsewhere.") == chunk.anchor

@@ -153,8 +153,9 @@ def test_topic_gate_abstains_on_off_topic_for_one_dot_product(
 ) -> None:
     probe = make_service()
     version, index = probe.active()
-    centroid = probe.front.centroids.get(version.version, "heading", index, probe.embedder)
-    assert centroid is not None and centroid_path(front_env.settings.data_dir, version.version, "heading").exists()
+    strategy = front_env.settings.chunk_strategy
+    centroid = probe.front.centroids.get(version.version, strategy, index, probe.embedder)
+    assert centroid is not None and centroid_path(front_env.settings.data_dir, version.version, strategy).exists()
     on = similarity(probe.embedder.embed_query("How long does harbor keep build logs?"), centroid)
     off = similarity(probe.embedder.embed_query("What is the boiling point of mercury in kelvin?"), centroid)
     assert on > off
