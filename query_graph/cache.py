@@ -70,9 +70,7 @@ def exact_cache_key(
     from what the words alone give: then the nodes after the gate see another language than a typed
     question with the same words would (coverage reads it), so the two must not share an answer. A
     spoken question whose language its words confirm shares the typed question's entry."""
-    text = f"{cache_namespace}\x00{normalized_question}"
-    if guardrail_language is not None and guardrail_language.overrides_text:
-        text += f"\x00language={guardrail_language.language}"
+    text = f"{cache_namespace}\x00{normalized_question}" + _language_part(guardrail_language)
     digest = hashlib.sha256(text.encode()).hexdigest()
     return f"{cache_prefix}:exact:{digest}"
 
@@ -85,9 +83,18 @@ def exact_cache_lookup(exact_cache_key: str, cache: Cache) -> CacheLookup:
     return CacheLookup(cached, "hit" if cached is not None else "miss")
 
 
-def semantic_namespace(cache_namespace: str, cache_prefix: str) -> str:
-    """The exact-cache namespace within this deployment's prefix (answers live under prefixed keys)."""
-    return f"{cache_prefix}\x00{cache_namespace}"
+def _language_part(guardrail_language: LanguageGuess | None) -> str:
+    """The language, when it is not the one the question's words give (see `exact_cache_key`)."""
+    if guardrail_language is not None and guardrail_language.overrides_text:
+        return f"\x00language={guardrail_language.language}"
+    return ""
+
+
+def semantic_namespace(cache_namespace: str, cache_prefix: str, guardrail_language: LanguageGuess | None = None) -> str:
+    """The exact-cache namespace within this deployment's prefix (answers live under prefixed keys), with
+    the language on the same rule as the exact key: an answer given under a stated or spoken language
+    that overrides the words is matched only by questions asked under that language."""
+    return f"{cache_prefix}\x00{cache_namespace}" + _language_part(guardrail_language)
 
 
 def semantic_cache_lookup(

@@ -1,5 +1,5 @@
 """A question's spoken language (`QueryService.answer(language=...)`) steers the language gate: used when
-the transcriber is sure enough, set aside for the words' when not, and keyed into the exact cache only
+the transcriber is sure enough, set aside for the words' when not, and keyed into the exact and semantic caches only
 when it gives the answer phase another language than the words would."""
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ from tests.query_graph.front_fixtures import (  # noqa: F401 (fixtures)
 
 ENGLISH = "How long does harbor keep build logs?"
 GERMAN = "Wie lange bewahrt harbor die Build-Protokolle auf?"
+PARAPHRASE = "Harbor: how long does it keep the build logs?"
 
 
 def test_the_spoken_language_is_used_only_when_the_transcriber_is_sure() -> None:
@@ -80,3 +81,21 @@ def test_the_exact_cache_keys_the_language_only_when_it_overrides_the_words(
     assert overriding["cache"] == "miss" and overriding["guardrail"]["language"] == "de"
     assert service.answer(ENGLISH, language="de", language_probability=0.95)["cache"] == "hit"
     assert service.answer(ENGLISH)["cache"] == "hit"  # the typed entry is still its own
+
+
+def test_the_semantic_cache_keys_the_language_like_the_exact_cache(
+    make_service: ServiceFactory,  # noqa: F811
+) -> None:
+    """An answer given under a language that overrides the words is reused only under that language; a
+    spoken language the words confirm shares the typed questions' entries."""
+    service = make_service(language_gate="route", semantic_cache_threshold=0.85)
+    german = service.answer(ENGLISH, language="de", language_probability=0.9)
+    assert german["status"] == "answered" and german["cache_detail"]["semantic"] == "miss", german
+    confirmed = service.answer(PARAPHRASE, language="en", language_probability=0.9)
+    assert confirmed["guardrail"]["language"] == "en" and confirmed["status"] == "answered"
+    assert confirmed["cache_detail"] == {"exact": "miss", "semantic": "miss", "similarity": None}
+    again = service.answer(PARAPHRASE, language="de", language_probability=0.95)
+    assert again["cache"] == "semantic_hit" and again["cache_detail"]["similarity"] >= 0.85, again["cache_detail"]
+    assert again["answer"] == german["answer"] and again["guardrail"]["language"] == "de"
+    typed = service.answer(ENGLISH)  # the typed entries: the paraphrase asked under its words' language
+    assert typed["cache"] == "semantic_hit" and typed["answer"] == confirmed["answer"]
