@@ -17,7 +17,7 @@ from pipelines.prompt_injection import find_injection
 from pipelines.unsafe_content import unsafe_category
 
 LanguageGate = Literal["refuse", "route", "off"]
-LanguageSource = Literal["text", "speech"]
+LanguageSource = Literal["text", "speech", "request"]
 
 _CODE = re.compile(r"```.*?```|`[^`]*`|https?://\S+|\S*[_/\\=(){}\[\]<>]\S*|--?\w[\w-]*", re.S)
 _LETTERS = re.compile(r"[^\W\d_]", re.UNICODE)
@@ -36,7 +36,8 @@ class GuardrailPolicy:
 
 @dataclass(frozen=True)
 class SpokenLanguage:
-    """The language a question was spoken in, as the transcriber (whisper) reports it."""
+    """The language a question was spoken in, as the transcriber (whisper) reports it, or the language the
+    caller states for it (no probability)."""
 
     language: str  # ISO 639-1 code; a region or script suffix (`pt-BR`, `zh_Hant`) is dropped
     probability: float | None = None  # the transcriber's; None: stated by the caller, taken as certain
@@ -46,14 +47,15 @@ class SpokenLanguage:
 class LanguageGuess:
     language: str | None  # None: too little text to tell
     confidence: float
-    source: LanguageSource = "text"  # where `language` came from: the question's words, or its speech
-    text_language: str | None = None  # what the words alone say (set when `source` is speech)
+    # Where `language` came from: the question's words, its speech, or the request that stated it.
+    source: LanguageSource = "text"
+    text_language: str | None = None  # what the words alone say (set when `source` is not text)
     spoken: SpokenLanguage | None = None  # the transcriber's language, also when it was set aside
 
     @property
     def overrides_text(self) -> bool:
         """The question goes on with another language than its words alone would give it."""
-        return self.source == "speech" and self.language != self.text_language
+        return self.source != "text" and self.language != self.text_language
 
 
 @dataclass(frozen=True)
@@ -102,7 +104,8 @@ def question_language(question: str, spoken: SpokenLanguage | None, min_probabil
     """The language the gate judges: the spoken one when the transcriber is sure enough, else the words'.
 
     A spoken language is used when its probability is at least `min_probability` (the gate's own
-    confidence floor, RAGLINE_LANGUAGE_MIN_CONFIDENCE) or when the caller stated it without one. Below
+    confidence floor, RAGLINE_LANGUAGE_MIN_CONFIDENCE) or when the caller stated it without one (the
+    guess's source is then `request`, not `speech`). Below
     that, whisper is guessing (synthetic German, Italian or Russian speech came back as Polish, Japanese
     or English at 0.16-0.47), so the transcript's words decide, as for a typed question. The words are
     always read too: `text_language` tells whether the spoken language changes anything downstream.
@@ -114,8 +117,9 @@ def question_language(question: str, spoken: SpokenLanguage | None, min_probabil
     heard = replace(spoken, language=code)
     if not code or (spoken.probability is not None and spoken.probability < min_probability):
         return replace(text, text_language=text.language, spoken=heard)
-    confidence = 1.0 if spoken.probability is None else float(spoken.probability)
-    return LanguageGuess(code, confidence, "speech", text.language, heard)
+    if spoken.probability is None:  # stated by the caller (`/v1/query`'s `language`): taken as certain
+        return LanguageGuess(code, 1.0, "request", text.language, heard)
+    return LanguageGuess(code, float(spoken.probability), "speech", text.language, heard)
 
 
 def _refuse(

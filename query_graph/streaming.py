@@ -26,15 +26,21 @@ _DONE: dict[str, Any] = {"type": "_done"}
 
 
 def stream_answer(
-    service: QueryService, question: str, variants: dict[str, str] | None = None, top_k: int | None = None
+    service: QueryService,
+    question: str,
+    variants: dict[str, str] | None = None,
+    top_k: int | None = None,
+    language: str | None = None,
 ) -> Iterator[dict[str, Any]]:
+    """`language`: the question's language as the caller states it (`QueryService.answer(language=...)`)."""
     sink = SentenceSink()
+    stated = {"language": language} if language else {}
     outcome: dict[str, Any] = {}
 
     def work() -> None:
         token = current_sink.set(sink)
         try:
-            outcome["reply"] = service.answer(question, top_k=top_k, variants=variants)
+            outcome["reply"] = service.answer(question, top_k=top_k, variants=variants, **stated)
         except BaseException as exc:  # handed to the reading thread, which raises it
             outcome["error"] = exc
         finally:

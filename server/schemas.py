@@ -4,7 +4,9 @@ from __future__ import annotations
 
 from typing import Any, Literal
 
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, field_validator
+
+from pipelines.language import ISO_639_1
 
 
 class QueryRequest(BaseModel):
@@ -17,10 +19,33 @@ class QueryRequest(BaseModel):
         description="Per-request strategy per node (`{node: variant}`); an unknown one is a 400 listing the valid ones.",
         examples=[{"rerank": "none"}],
     )
+    language: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z]{2}(?:[-_][A-Za-z0-9]{2,8})?$",
+        description="The question's language as an ISO 639-1 code (a region or script suffix, `pt-BR`, is "
+        "dropped). The language gate judges it instead of the language detected from the words "
+        "(`guardrail.language_source`: `request`); an unknown code is a 422.",
+        examples=["de"],
+    )
 
     model_config = {
-        "json_schema_extra": {"examples": [{"question": "Which port does the server listen on?", "top_k": 8}]}
+        "json_schema_extra": {
+            "examples": [
+                {"question": "Which port does the server listen on?", "top_k": 8},
+                {"question": "Welchen Port nutzt der Server?", "language": "de"},
+            ]
+        }
     }
+
+    @field_validator("language")
+    @classmethod
+    def _known_language(cls, value: str | None) -> str | None:
+        if value is None:
+            return None
+        code = value.replace("_", "-").split("-")[0].lower()
+        if code not in ISO_639_1:
+            raise ValueError(f"{value!r} is not an ISO 639-1 language code")
+        return code
 
 
 class Citation(BaseModel):

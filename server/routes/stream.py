@@ -41,7 +41,7 @@ async def query_stream(
     started = time.perf_counter()
     check_question(body.question, settings)
     kwargs = answer_kwargs(service, body.variants)
-    events = stream_answer(service, body.question, kwargs.get("variants"), top_k=body.top_k)
+    events = stream_answer(service, body.question, kwargs.get("variants"), top_k=body.top_k, language=body.language)
     first = await first_event(events)
     metrics = request.app.state.metrics
 

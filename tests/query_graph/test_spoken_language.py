@@ -26,7 +26,7 @@ def test_the_spoken_language_is_used_only_when_the_transcriber_is_sure() -> None
     assert (unsure.language, unsure.source) == ("en", "text") and unsure.spoken == SpokenLanguage("de", 0.3)
     assert not unsure.overrides_text
     stated = question_language("What port?", SpokenLanguage("pt-BR"), 0.5)  # too short for the words alone
-    assert (stated.language, stated.confidence, stated.source, stated.text_language) == ("pt", 1.0, "speech", None)
+    assert (stated.language, stated.confidence, stated.source, stated.text_language) == ("pt", 1.0, "request", None)
     agreeing = question_language(ENGLISH, SpokenLanguage("EN_us", 0.8), 0.5)
     assert agreeing.language == "en" and not agreeing.overrides_text
     assert question_language(ENGLISH, None, 0.5).source == "text"
@@ -41,7 +41,7 @@ def test_a_language_outside_the_index_is_refused_like_a_typed_question_in_it(
     assert reply["status"] == "refused", reply
     guardrail = reply["guardrail"]
     assert guardrail["rule"] == "language.unsupported" and guardrail["language"] == "xx"
-    assert guardrail["language_source"] == "speech" and guardrail["index_languages"] == ["en"]
+    assert guardrail["language_source"] == "request" and guardrail["index_languages"] == ["en"]
     assert "Questions in 'xx' are not supported" in reply["answer"]
     assert not (RETRIEVAL_AND_GENERATION | {"exact_cache_lookup"}) & set(reply["timings_ms"])
 
