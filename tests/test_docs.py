@@ -69,7 +69,7 @@ def docs_service(tmp_path_factory: pytest.TempPathFactory, embedded: EmbeddedSer
 # Questions a user or an operator asks, and the page(s) of which at least one must be cited.
 QUESTIONS = [
     ("How do I roll back to the previous index version?", "operations.md cli.md"),
-    ("Which port does the server listen on?", "quickstart.md"),
+    ("Which port does the server listen on?", "quickstart.md cli.md configuration.md"),
     ("Where is the access token kept?", "quickstart.md api.md configuration.md"),
     ("What does a 503 retrieval_unavailable error mean?", "operations.md"),
     ("How is the default embedding model verified?", "architecture.md"),

@@ -61,6 +61,9 @@ def harbor_index(root: Path, request: pytest.FixtureRequest) -> Iterator[Harbor]
         home=root / "home",
         source=write_corpus(root / "corpus"),
         exclude=["notes/**"],
+        # One chunk per section: these tests name chunks by their section ("ports", "retention"); the
+        # fixture pages are so short that heading_packed would make each page a single chunk.
+        chunk_strategy="heading",
         postgres_dsn=dsn,
         redis_url=redis,
         postgres_schema=schema,
