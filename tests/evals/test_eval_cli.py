@@ -58,7 +58,7 @@ def test_eval_retrieval_writes_the_contract_and_reuses_its_index(
     report = json.loads(out.read_text())
     assert set(report) == {"index", "query_embedding_ms", "modes"}
     assert {"content_version", "fingerprint", "chunks", "strategy"} <= set(report["index"])
-    assert report["index"]["strategy"] == "heading_packed" and report["index"]["chunks"] > 3
+    assert report["index"]["strategy"] == "heading_packed" and report["index"]["chunks"] >= 3
     assert set(report["query_embedding_ms"]) == {"p50", "p95"}
     assert set(report["modes"]) == {"dense", "bm25", "hybrid"}
     for mode, scores in report["modes"].items():
