@@ -6,10 +6,14 @@ summed over the query's unique terms. Also the check of the nDCG code against th
 figure on SciFact test (0.665-0.679).
 
     python -m evals.bm25_stemming ../shared/corpora/beir-scifact train test
+
+With `--dense-shard <the shard ragline eval beir wrote>`, each BM25 ranking is also fused (RRF, k = 60,
+by documents) with the shard's dense ranking: what hybrid retrieval would score with that analyzer.
 """
 
 from __future__ import annotations
 
+import argparse
 import math
 import sys
 from collections import Counter, defaultdict
@@ -18,9 +22,12 @@ from pathlib import Path
 
 import snowballstemmer
 
-from evals.beir import load_beir
+from evals.beir import BeirData, documents_in_order, load_beir
 from evals.ir_metrics import ndcg_at_k, recall_at_k
 from pipelines import bm25
+from pipelines.embedders import load_embedder
+from pipelines.fusion import weighted_rank_fusion
+from pipelines.vector_store_edge import EdgeShardIndex
 
 _STEMMER = snowballstemmer.stemmer("english")
 
@@ -30,8 +37,8 @@ def analyze_stemmed(text: str) -> list[str]:
     return [_STEMMER.stemWord(t) if t.isalpha() else t for t in bm25.analyze(text)]
 
 
-def score(data_dir: Path, split: str, analyzer: Callable[[str], list[str]]) -> tuple[float, float, int]:
-    data = load_beir(data_dir, data_dir / "qrels" / f"{split}.tsv")
+def bm25_rankings(data: BeirData, analyzer: Callable[[str], list[str]]) -> dict[str, list[str]]:
+    """The top 100 documents of every qrels query by in-memory BM25 with this analyzer."""
     docs = [(d.document_id, analyzer(f"{d.title}\n\n{d.text}")) for d in data.corpus]
     average = sum(len(t) for _, t in docs) / len(docs)
     frequency: Counter[str] = Counter()
@@ -43,24 +50,61 @@ def score(data_dir: Path, split: str, analyzer: Callable[[str], list[str]]) -> t
         norm = 1.2 * (1 - 0.75 + 0.75 * len(terms) / average)
         for term, tf in Counter(terms).items():
             postings[term].append((i, tf * 2.2 / (tf + norm)))
-    ndcg, recall = [], []
-    for query_id, relevance in data.qrels.items():
+    rankings = {}
+    for query_id in data.qrels:
         totals: dict[int, float] = defaultdict(float)
         for term in set(analyzer(data.queries[query_id])):
             for i, weight in postings.get(term, []):
                 totals[i] += idf[term] * weight
-        ranked = [docs[i][0] for i, _ in sorted(totals.items(), key=lambda kv: -kv[1])[:100]]
-        ndcg.append(ndcg_at_k(ranked, relevance, 10))
-        recall.append(recall_at_k(ranked, relevance, 100))
+        rankings[query_id] = [docs[i][0] for i, _ in sorted(totals.items(), key=lambda kv: -kv[1])[:100]]
+    return rankings
+
+
+def dense_rankings(data: BeirData, shard: Path, model: str) -> dict[str, list[str]]:
+    """The top 100 documents of every qrels query by the `ragline eval beir` shard's dense search."""
+    embedder = load_embedder(model)
+    index = EdgeShardIndex(shard)
+    try:
+        return {
+            q: documents_in_order([h.chunk for h in index.dense_search(embedder.embed_query(data.queries[q]), 100)])
+            for q in data.qrels
+        }
+    finally:
+        index.close()
+
+
+def mean_scores(data: BeirData, rankings: dict[str, list[str]]) -> tuple[float, float, int]:
+    ndcg = [ndcg_at_k(rankings[q], rel, 10) for q, rel in data.qrels.items()]
+    recall = [recall_at_k(rankings[q], rel, 100) for q, rel in data.qrels.items()]
     return round(sum(ndcg) / len(ndcg), 4), round(sum(recall) / len(recall), 4), len(ndcg)
 
 
 def main(argv: list[str]) -> int:
-    data_dir = Path(argv[0])
-    for split in argv[1:]:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("data", type=Path)
+    parser.add_argument("splits", nargs="+")
+    parser.add_argument("--dense-shard", type=Path, help="fuse with this `ragline eval beir` shard's dense ranking")
+    parser.add_argument("--model", default="bge-small-en-v1.5-int8")
+    args = parser.parse_args(argv)
+    for split in args.splits:
+        data = load_beir(args.data, args.data / "qrels" / f"{split}.tsv")
+        dense = dense_rankings(data, args.dense_shard, args.model) if args.dense_shard else None
+        if dense is not None:
+            ndcg, recall, n = mean_scores(data, dense)
+            print(f"{split} dense: n={n} nDCG@10={ndcg} recall@100={recall}", flush=True)
         for name, analyzer in (("plain", bm25.analyze), ("stemmed", analyze_stemmed)):
-            ndcg, recall, n = score(data_dir, split, analyzer)
+            lexical = bm25_rankings(data, analyzer)
+            ndcg, recall, n = mean_scores(data, lexical)
             print(f"{split} {name}: n={n} nDCG@10={ndcg} recall@100={recall}", flush=True)
+            if dense is None:
+                continue
+            for weights in ((1.0, 1.0), (1.5, 1.0), (2.0, 1.0)):
+                fused = {
+                    q: [d for d, _ in weighted_rank_fusion([dense[q], lexical[q]], weights, 60)] for q in data.qrels
+                }
+                ndcg, recall, n = mean_scores(data, fused)
+                label = f"dense + {name} RRF k=60 weights {weights[0]:g}:{weights[1]:g}"
+                print(f"{split} {label}: n={n} nDCG@10={ndcg} recall@100={recall}", flush=True)
     return 0
 
 
