@@ -117,12 +117,13 @@ def chunk_corpus(corpus: Sequence[Document], count: Callable[[str], int], target
     return chunks
 
 
-def index_key(data: BeirData, embedding_model: str, target: int, limit: int) -> str:
+def index_key(data: BeirData, embedding_model: str, target: int, limit: int, bm25_analyzer: str = "plain") -> str:
     digest = hashlib.sha256()
     for doc in data.corpus:
         digest.update(f"{doc.document_id}\x00{doc.content_hash}\n".encode())
     fingerprint = load_embedder(embedding_model).fingerprint.digest
-    digest.update(json.dumps([fingerprint, target, limit, indexing.ANALYZER_VERSION]).encode())
+    analyzer = [] if bm25_analyzer == "plain" else [bm25_analyzer]  # plain keeps the keys of earlier shards
+    digest.update(json.dumps([fingerprint, target, limit, indexing.ANALYZER_VERSION, *analyzer]).encode())
     return digest.hexdigest()[:12]
 
 
@@ -133,9 +134,10 @@ def build_or_reuse(
     target: int,
     limit: int,
     writer: Callable[[Path, int], VectorIndexWriter],
+    bm25_analyzer: str = "plain",
 ) -> dict[str, Any]:
     """Write the shard once; a `complete.json` beside it marks a finished build to reuse."""
-    key = index_key(data, embedding_model, target, limit)
+    key = index_key(data, embedding_model, target, limit, bm25_analyzer)
     marker = folder / key / "complete.json"
     if marker.is_file():
         return {**json.loads(marker.read_text()), "reused": True}
@@ -151,6 +153,7 @@ def build_or_reuse(
         target_tokens=target,
         max_tokens=limit,
         overlap_tokens=0,
+        bm25_analyzer=bm25_analyzer,
     )
 
     def progress(done: int, total: int) -> None:
@@ -172,6 +175,7 @@ def build_or_reuse(
         "documents": len(data.corpus),
         "chunks": len(chunks),
         "embedding_model": embedding_model,
+        "bm25_analyzer": bm25_analyzer,
         "fingerprint": embedder.fingerprint.digest,
         "build_seconds": round(time.perf_counter() - started, 1),
     }

@@ -62,6 +62,7 @@ def plan_for(service: QueryService, depth: int) -> RetrievalPlan:
         keep=depth,
         rrf_k=s.rrf_k,
         fusion_weights=tuple(s.fusion_weights),
+        bm25_analyzer=version.chunk_settings.get("bm25_analyzer", "plain"),
     )
 
 

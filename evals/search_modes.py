@@ -34,6 +34,7 @@ class SearchSetup:
     fusion_weights: tuple[float, float] | None = None  # weighted_rrf: (dense, bm25)
     rerank: RerankScorer | None = None
     rerank_depth: int = 30
+    bm25_analyzer: str = "plain"  # the index's (its sparse vectors were written with it)
 
 
 @dataclass
@@ -67,12 +68,17 @@ def run_mode(mode: str, question: str, question_vector: np.ndarray, setup: Searc
     if mode == "dense":
         chunks = [h.chunk for h in setup.index.dense_search(question_vector, limit, setup.strategy)]
     elif mode == "bm25":
-        chunks = [h.chunk for h in setup.index.sparse_search(bm25.query_vector(question), limit, setup.strategy)]
+        chunks = [
+            h.chunk
+            for h in setup.index.sparse_search(bm25.query_vector(question, setup.bm25_analyzer), limit, setup.strategy)
+        ]
     elif mode == "hybrid":
-        chunks = _hybrid(question_vector, bm25.query_vector(question), setup, limit)
+        chunks = _hybrid(question_vector, bm25.query_vector(question, setup.bm25_analyzer), setup, limit)
     elif mode == "hybrid+rerank":
         assert setup.rerank is not None
-        pool = _hybrid(question_vector, bm25.query_vector(question), setup, max(limit, setup.rerank_depth))
+        pool = _hybrid(
+            question_vector, bm25.query_vector(question, setup.bm25_analyzer), setup, max(limit, setup.rerank_depth)
+        )
         head, tail = pool[: setup.rerank_depth], pool[setup.rerank_depth :]
         scores = list(setup.rerank(question, head)) if head else []
         # Stable sort: equal cross-encoder scores keep their fused order.

@@ -12,7 +12,10 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass
+
+import snowballstemmer
 
 STOPWORDS = frozenset(
     [
@@ -97,6 +100,28 @@ def analyze(text: str) -> list[str]:
     return terms
 
 
+_STEMMER = snowballstemmer.stemmer("english")
+
+
+def analyze_english_stem(text: str) -> list[str]:
+    """`analyze`, then Snowball English on purely alphabetic terms: "returns" and "returned" meet
+    "return"; identifiers, versions and keys (`retention_days`, `16.11.1`) stay whole."""
+    return [_STEMMER.stemWord(t) if t.isalpha() else t for t in analyze(text)]
+
+
+# The sparse vectors of an index and the questions asked of it must go through the same analyzer: an
+# index version records its analyzer's name (`bm25_analyzer` in its chunk settings), and the query side
+# reads it from the active version.
+ANALYZERS: dict[str, Callable[[str], list[str]]] = {"plain": analyze, "english_stem": analyze_english_stem}
+
+
+def analyzer(name: str) -> Callable[[str], list[str]]:
+    try:
+        return ANALYZERS[name]
+    except KeyError:
+        raise ValueError(f"unknown BM25 analyzer {name!r}; known: {sorted(ANALYZERS)}") from None
+
+
 def term_index(term: str) -> int:
     """A stable 31-bit index for a term (no vocabulary to store or keep in step)."""
     return int.from_bytes(hashlib.blake2b(term.encode(), digest_size=4).digest(), "big") & 0x7FFFFFFF
@@ -115,6 +140,6 @@ def document_vector(terms: list[str], avg_length: float, k1: float = 1.2, b: flo
     return SparseVector([i for i, _ in items], [tf * (k1 + 1) / (tf + norm) for _, tf in items])
 
 
-def query_vector(text: str) -> SparseVector:
-    indices = sorted({term_index(t) for t in analyze(text)})
+def query_vector(text: str, analyzer_name: str = "plain") -> SparseVector:
+    indices = sorted({term_index(t) for t in analyzer(analyzer_name)(text)})
     return SparseVector(indices, [1.0] * len(indices))

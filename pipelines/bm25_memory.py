@@ -15,7 +15,7 @@ import numpy as np
 import structlog
 from rank_bm25 import BM25Okapi
 
-from pipelines.bm25 import analyze
+from pipelines.bm25 import analyzer
 from pipelines.documents import Chunk
 from pipelines.ports import Hit, VectorIndex
 
@@ -26,14 +26,16 @@ log = structlog.get_logger(__name__)
 class MemoryBM25:
     chunks: list[Chunk]
     engine: BM25Okapi | None  # None for an empty corpus (rank-bm25 cannot index one)
+    analyzer_name: str = "plain"
 
     @classmethod
-    def build(cls, chunks: list[Chunk]) -> MemoryBM25:
+    def build(cls, chunks: list[Chunk], analyzer_name: str = "plain") -> MemoryBM25:
+        analyze = analyzer(analyzer_name)
         corpus = [analyze(" ".join([*c.heading_path, c.text])) for c in chunks]
-        return cls(chunks, BM25Okapi(corpus) if chunks else None)
+        return cls(chunks, BM25Okapi(corpus) if chunks else None, analyzer_name)
 
     def search(self, question: str, limit: int) -> list[Hit]:
-        terms = analyze(question)
+        terms = analyzer(self.analyzer_name)(question)
         if self.engine is None or not terms:
             return []
         scores = np.asarray(self.engine.get_scores(terms))
@@ -49,12 +51,14 @@ class MemoryBM25Cache:
         self._lock = threading.Lock()
         self._keep = keep
 
-    def engine(self, version: str, index: VectorIndex, strategy: str | None, language: str | None) -> MemoryBM25:
+    def engine(
+        self, version: str, index: VectorIndex, strategy: str | None, language: str | None, analyzer_name: str = "plain"
+    ) -> MemoryBM25:
         key = (version, strategy, language)
         with self._lock:  # concurrent first requests build it once
             if key not in self._engines:
                 chunks = index.scroll_chunks(strategy, language)
-                self._engines[key] = MemoryBM25.build(chunks)
+                self._engines[key] = MemoryBM25.build(chunks, analyzer_name)
                 log.info("bm25_memory_built", version=version, strategy=strategy, language=language, chunks=len(chunks))
                 while len(self._engines) > self._keep:
                     self._engines.popitem(last=False)

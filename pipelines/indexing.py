@@ -58,6 +58,7 @@ class BuildRequest:
     overlap_tokens: int
     window_sentences: int = 3
     context_tokens: int = 0
+    bm25_analyzer: str = "plain"
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: Any) -> BuildRequest:
@@ -72,6 +73,7 @@ class BuildRequest:
             "overlap_tokens": settings.chunk_overlap_tokens,
             "window_sentences": settings.chunk_window_sentences,
             "context_tokens": settings.chunk_context_tokens,
+            "bm25_analyzer": settings.bm25_analyzer,
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         for key in ("include", "exclude", "strategies"):
@@ -89,6 +91,7 @@ class BuildRequest:
             "overlap_tokens": self.overlap_tokens,
             "window_sentences": self.window_sentences,
             "context_tokens": self.context_tokens,
+            "bm25_analyzer": self.bm25_analyzer,
             "include": list(self.include),
             "exclude": list(self.exclude),
             "analyzer": ANALYZER_VERSION,
@@ -208,7 +211,8 @@ def embed_chunks(
             cache.store([texts[i] for i in missing], fresh)
     finally:
         cache.close()
-    terms = [bm25.analyze(t) for t in texts]
+    analyze = bm25.analyzer(request.bm25_analyzer)
+    terms = [analyze(t) for t in texts]
     avg_length = float(np.mean([len(t) for t in terms])) if terms else 0.0
     sparse = [bm25.document_vector(t, avg_length) for t in terms]
     return Embeddings(dense, sparse, avg_length, len(cached), len(missing), time.perf_counter() - started)
@@ -230,7 +234,7 @@ def hybrid_search(
 
     def search(question: str) -> list[Chunk]:
         dense = index.dense_search(embedder.embed_query(question), 30, strategy=strategy)
-        sparse = index.sparse_search(bm25.query_vector(question), 30, strategy=strategy)
+        sparse = index.sparse_search(bm25.query_vector(question, request.bm25_analyzer), 30, strategy=strategy)
         by_id = {h.chunk.chunk_id: h.chunk for h in [*dense, *sparse]}
         fused = reciprocal_rank_fusion([[h.chunk.chunk_id for h in dense], [h.chunk.chunk_id for h in sparse]])
         return [by_id[chunk_id] for chunk_id, _ in fused[:limit]]

@@ -11,7 +11,7 @@ from collections import OrderedDict
 
 from hamilton.function_modifiers import config
 
-from pipelines.bm25 import SparseVector, term_index
+from pipelines.bm25 import SparseVector, analyzer, term_index
 from pipelines.coverage import Coverage, assess
 from pipelines.guardrails import LanguageGuess
 from query_graph.retrieval import RetrievalPlan
@@ -24,12 +24,14 @@ def question_coverage__vocabulary(
     """One single-term sparse lookup per distinct term, in the same strategy and language as retrieval."""
 
     plan = retrieval_plan
+    analyze = analyzer(plan.bm25_analyzer)
 
     def contains(term: str) -> bool:
         key = (plan.index_version, plan.strategy, plan.language, term)
         known = _KNOWN.get(key)
         if known is None:
-            probe = SparseVector([term_index(term)], [1.0])
+            forms = analyze(term)  # the term as the index's analyzer wrote it (a stem, or the whole identifier)
+            probe = SparseVector([term_index(forms[0] if forms else term)], [1.0])
             known = bool(plan.vector_index.sparse_search(probe, 1, plan.strategy, plan.language))
             _KNOWN.put(key, known)
         return known

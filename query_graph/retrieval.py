@@ -72,16 +72,19 @@ class RetrievalPlan:
     keep: int  # candidates kept after fusion (the rerank depth when a reranker follows)
     rrf_k: int
     fusion_weights: tuple[float, ...]
+    bm25_analyzer: str = "plain"  # the active index version's, so questions are analysed as its chunks were
 
     def dense(self, embedding: np.ndarray) -> list[Ranked]:
         return self.vector_index.dense_ranked(embedding, self.candidates, self.strategy, self.language)
 
     def sparse(self, question: str) -> list[Ranked]:
         if self.bm25_engine == "memory":
-            engine = self.bm25_memory.engine(self.index_version, self.vector_index, self.strategy, self.language)
+            engine = self.bm25_memory.engine(
+                self.index_version, self.vector_index, self.strategy, self.language, self.bm25_analyzer
+            )
             return [Ranked(chunk_key(h.chunk.chunk_id), h.score) for h in engine.search(question, self.candidates)]
         return self.vector_index.sparse_ranked(
-            bm25.query_vector(question), self.candidates, self.strategy, self.language
+            bm25.query_vector(question, self.bm25_analyzer), self.candidates, self.strategy, self.language
         )
 
     def fused(self, dense: list[Ranked], sparse: list[Ranked]) -> list[Candidate]:
@@ -140,6 +143,7 @@ def retrieval_plan(
     rerank_depth: int,
     fusion_weights: list[float],
     language_filter: str | None = None,
+    bm25_analyzer: str = "plain",
 ) -> RetrievalPlan:
     return RetrievalPlan(
         retrieval=retrieval,
@@ -155,6 +159,7 @@ def retrieval_plan(
         keep=max(rerank_depth, top_k) if rerank != "none" else top_k,
         rrf_k=rrf_k,
         fusion_weights=tuple(fusion_weights),
+        bm25_analyzer=bm25_analyzer,
     )
 
 

@@ -162,6 +162,7 @@ class QueryService:
             "min_answer_score": s.min_answer_score,
             "index_version": version.version,
             "index_fingerprint": version.fingerprint,
+            "bm25_analyzer": version.chunk_settings.get("bm25_analyzer", "plain"),
             "retrieval_profile": f"{RETRIEVAL_PROFILE}-k{k}",
             "prompt_version": s.prompt_version,
             "generator_model": s.generator_model,

@@ -157,6 +157,7 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
                 fusion_weights=(base.fusion_weights[0], base.fusion_weights[1]),
                 rerank=scorer,
                 rerank_depth=base.rerank_depth,
+                bm25_analyzer=base.bm25_analyzer,
             )
             run = evaluate_retrieval(questions, modes, load_embedder(settings.embedding_model), setup, opened.info)
     except (ValueError, OSError, RuntimeError) as exc:  # RuntimeError: a failed build, reranker or judge
@@ -182,7 +183,13 @@ def cmd_eval_beir(args: argparse.Namespace) -> int:
         folder = base.data_dir / "evals" / "beir" / _key(str(Path(args.data).resolve()))
         print(f"ragline eval: BEIR index of {len(data.corpus)} documents in {folder} ...", file=sys.stderr, flush=True)
         info = build_or_reuse(
-            data, folder, model, base.chunk_target_tokens, base.chunk_max_tokens, lambda p, d: EdgeShardWriter(p, d)
+            data,
+            folder,
+            model,
+            base.chunk_target_tokens,
+            base.chunk_max_tokens,
+            lambda p, d: EdgeShardWriter(p, d),
+            base.bm25_analyzer,
         )
         scorer = rerank_scorer(base) if "hybrid+rerank" in modes else None
         index = EdgeShardIndex(folder / info["key"] / "shard")
@@ -196,6 +203,7 @@ def cmd_eval_beir(args: argparse.Namespace) -> int:
                 fusion_weights=(base.fusion_weights[0], base.fusion_weights[1]),
                 rerank=scorer,
                 rerank_depth=base.rerank_depth,
+                bm25_analyzer=base.bm25_analyzer,
             )
             info = {**info, "qrels": str(args.qrels or Path(args.data) / "qrels" / "test.tsv"), "fusion": setup.fusion}
             run = evaluate_beir(data, modes, model, index, setup, info)
