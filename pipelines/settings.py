@@ -48,7 +48,7 @@ class Settings(BaseSettings):
     chunk_target_tokens: int = Field(450, description="Target size of a chunk, in embedding-model tokens.")
     chunk_overlap_tokens: int = Field(50, description="Tokens repeated between consecutive windows of a long section.")
     bm25_analyzer: Literal["plain", "english_stem"] = Field(
-        "plain", description="BM25 analyzer of new builds: plain terms, or Snowball English stems of words."
+        "english_stem", description="BM25 analyzer of new builds: plain terms, or Snowball English stems of words."
     )
     chunk_context_tokens: int = Field(
         0, ge=0, description="Tokens of a chunk plus its neighbours that the generator reads (0: the chunk alone)."
