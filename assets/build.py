@@ -5,6 +5,7 @@ from __future__ import annotations
 import json
 import shutil
 import time
+import uuid
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Any
@@ -122,7 +123,14 @@ def build_index(
     active = stores.registry.active()
     if active is not None and active.version == version and not force:
         return BuildOutcome(version, False, None, time.perf_counter() - started, active.summary())
-    env = IngestionEnv(settings, request, stores, prefetched=documents, progress=progress)
+    # A forced rebuild of the active version writes a fresh location: servers hold the current one open
+    # (a Qdrant Edge shard admits one handle), and activation switches the version's row to the new one.
+    fresh = (
+        stores.location_for(version, uuid.uuid4().hex[:12])
+        if active is not None and active.version == version
+        else None
+    )
+    env = IngestionEnv(settings, request, stores, prefetched=documents, progress=progress, location=fresh)
     folder = settings.dagster_dir / "io" / version
     resources = {"ragline": env, "io_manager": PickleFolderIOManager(base_dir=str(folder))}
     definitions = [*INGESTION_ASSETS, *INGESTION_CHECKS]
@@ -147,6 +155,8 @@ def build_index(
                     current = stores.registry.get(version)
                     if current is not None and current.state in ("building", "checked"):
                         stores.registry.update(version, state="failed")
+                    if fresh is not None and (current is None or current.location != fresh):
+                        stores.drop_index(fresh)  # the forced rebuild's shard never went live
                     raise BuildFailed(_failure(version, result))
     finally:
         shutil.rmtree(folder, ignore_errors=True)  # intermediate values of this build only

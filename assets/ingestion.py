@@ -201,10 +201,12 @@ def shadow_collection(
     embeddings: indexing.Embeddings,
 ) -> IndexVersion:
     """A new shard (or collection) for this content version holding every strategy's chunks; `checked` when
-    its point count equals the chunk count."""
+    its point count equals the chunk count. A forced rebuild of the active version writes a fresh location."""
     env = _env(context)
     selected = indexing.gather_chunks(chunks, env.request.strategies)
-    record = indexing.write_shadow(env.stores, env.request, clean_documents, selected, embeddings)
+    record = indexing.write_shadow(
+        env.stores, env.request, clean_documents, selected, embeddings, location=env.location
+    )
     context.add_output_metadata(
         {
             "version": record.version,

@@ -25,6 +25,9 @@ class IngestionEnv:
     prefetched: list[Document] | None = field(default=None, repr=False)
     # Called as (stage, done, total) while a long stage runs: the CLI draws its progress bar with it.
     progress: Callable[[str, int, int], None] | None = field(default=None, repr=False)
+    # Where the shadow index goes when not the version's own location: a forced rebuild of the active
+    # version writes a fresh one, since servers hold the active location open.
+    location: str | None = None
 
     @property
     def stores(self) -> Stores:

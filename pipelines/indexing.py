@@ -298,25 +298,33 @@ def record_timing(stores: Stores, request: BuildRequest, documents: list[Documen
 
 
 def write_shadow(
-    stores: Stores, request: BuildRequest, documents: list[Document], chunks: list[Chunk], embeddings: Embeddings
+    stores: Stores,
+    request: BuildRequest,
+    documents: list[Document],
+    chunks: list[Chunk],
+    embeddings: Embeddings,
+    location: str | None = None,
 ) -> IndexVersion:
     """Write every chunk with its vectors into a new shard or collection; the version becomes `checked` when
-    the point count equals the chunk count, `failed` otherwise (or when the write fails)."""
+    the point count equals the chunk count, `failed` otherwise (or when the write fails).
+
+    A forced rebuild of the active version names a fresh `location` (servers hold the version's current one
+    open): its row stays `active` on the old location, and the returned record, `checked` on the fresh
+    location, is what activation switches the row to."""
     version = version_of(request, documents)
     active = stores.registry.active()
     if active is not None and active.version == version:
-        log.info("version_already_active", version=version)
-        return active
+        if location is None or location == active.location:
+            log.info("version_already_active", version=version)
+            return active
+        return _rewrite_active(stores, active, location, request, documents, chunks, embeddings)
     location = stores.location_for(version)
     record = new_version_record(version, request, documents, chunks, location, embeddings.avg_length)
     if stores.registry.get(version) is None:
         stores.registry.record(record)
     started = time.perf_counter()
     try:
-        writer = stores.index_writer(location, embeddings.dense.shape[1])
-        writer.upsert(chunks, embeddings.dense, embeddings.sparse)
-        count = writer.count()
-        writer.close()
+        count = _write(stores, location, chunks, embeddings)
     except Exception:
         stores.registry.update(version, state="failed")
         raise
@@ -343,6 +351,54 @@ def write_shadow(
     written = stores.registry.get(version)
     assert written is not None
     return written
+
+
+def _write(stores: Stores, location: str, chunks: list[Chunk], embeddings: Embeddings) -> int:
+    writer = stores.index_writer(location, embeddings.dense.shape[1])
+    writer.upsert(chunks, embeddings.dense, embeddings.sparse)
+    count = writer.count()
+    writer.close()
+    return count
+
+
+def _rewrite_active(
+    stores: Stores,
+    active: IndexVersion,
+    location: str,
+    request: BuildRequest,
+    documents: list[Document],
+    chunks: list[Chunk],
+    embeddings: Embeddings,
+) -> IndexVersion:
+    started = time.perf_counter()
+    try:
+        count = _write(stores, location, chunks, embeddings)
+    except Exception:
+        stores.drop_index(location)
+        raise
+    check = index_checks.point_count(count, len(chunks))
+    stores.registry.merge(
+        active.version,
+        checks={"point_count_equals_chunks": check},
+        timings={
+            "write_seconds": round(time.perf_counter() - started, 3),
+            "embed_seconds": round(embeddings.seconds, 3),
+            "embedded": embeddings.computed,
+            "reused": embeddings.reused,
+        },
+    )
+    current = stores.registry.get(active.version)
+    assert current is not None
+    log.info("active_version_rewritten", version=active.version, location=location, points=count)
+    return replace(
+        current,
+        location=location,
+        state="checked" if check["passed"] else "failed",
+        chunk_count=len(chunks),
+        avg_doc_length=embeddings.avg_length,
+        strategies=list(request.strategies),
+        languages=sorted({d.language for d in documents}),
+    )
 
 
 def retrieval_smoke_check(
@@ -412,13 +468,32 @@ def _smoke_against_recorded(
 
 
 def activate(stores: Stores, shadow: IndexVersion, retention: int) -> tuple[IndexVersion, list[str]]:
-    """Point the registry (and the Qdrant alias) at the checked version, then apply the retention count."""
+    """Point the registry (and the Qdrant alias) at the checked version, then apply the retention count.
+
+    A forced rebuild of the active version switches its row to the fresh location in the same transaction;
+    servers notice the location change on their next registry poll and reopen. The old location is dropped
+    here when no process holds it, else by the server that releases it (or the next activation)."""
+    replaced: list[str] = []
     if shadow.state != "active":
-        activated = stores.registry.activate(shadow.version)
+        before = stores.registry.get(shadow.version)
+        activated = stores.registry.activate(
+            shadow.version,
+            location=shadow.location,
+            chunk_count=shadow.chunk_count,
+            avg_doc_length=shadow.avg_doc_length,
+            strategies=shadow.strategies,
+            languages=shadow.languages,
+        )
         stores.on_activate(activated.location)
+        if before is not None and before.location != activated.location:
+            replaced.append(before.location)
     dropped = apply_retention(stores, retention)
     if dropped:
         log.info("versions_dropped_by_retention", versions=dropped, keep=retention)
+    # Other servers may read a replaced Qdrant collection until they poll: it waits for the next activation.
+    released = stores.release_superseded(spare=replaced if stores.uses_qdrant_server else ())
+    if released:
+        log.info("superseded_indexes_dropped", locations=released)
     current = stores.registry.get(shadow.version)
     assert current is not None
     return current, dropped

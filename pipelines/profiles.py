@@ -7,6 +7,7 @@ operations for an index version, whichever profile is active.
 from __future__ import annotations
 
 import shutil
+from collections.abc import Collection
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -31,10 +32,13 @@ class Stores:
     def uses_qdrant_server(self) -> bool:
         return self.settings.qdrant_url is not None
 
-    def location_for(self, version: str) -> str:
+    def location_for(self, version: str, build: str | None = None) -> str:
+        """Where a version's shard (or collection) goes. A forced rebuild of the active version names its
+        `build`: it writes a fresh location beside the one servers hold open, and activation switches to it."""
+        name = version if build is None else f"{version}_{build}"
         if self.uses_qdrant_server:
-            return f"ragline_{version.replace('-', '_')}"
-        return str(self.settings.shards_dir / version)
+            return f"ragline_{name.replace('-', '_')}"
+        return str(self.settings.shards_dir / name)
 
     def qdrant(self) -> Any:
         if self._qdrant is None:
@@ -69,6 +73,40 @@ class Stores:
             self.qdrant().delete_collection(location)
         else:
             shutil.rmtree(location, ignore_errors=True)
+
+    def drop_if_released(self, location: str) -> bool:
+        """Drop a superseded shard unless a process still holds it open (a Qdrant Edge shard admits one
+        handle, so opening it tells); a collection is dropped at once. True when it is gone."""
+        if self.uses_qdrant_server:
+            if self.qdrant().collection_exists(location):
+                self.qdrant().delete_collection(location)
+            return True
+        path = Path(location)
+        if not path.exists():
+            return True
+        try:
+            EdgeShardIndex(path).close()
+        except StoreUnavailable:
+            return False
+        shutil.rmtree(path, ignore_errors=True)
+        return True
+
+    def release_superseded(self, spare: Collection[str] = ()) -> list[str]:
+        """Drop every superseded location (replaced by a forced rebuild of its version) that no process
+        holds any more, except those in `spare`; the registry forgets what was dropped."""
+        dropped = []
+        for location in self.registry.superseded():
+            if location not in spare and self.drop_if_released(location):
+                self.registry.forget_superseded(location)
+                dropped.append(location)
+        return dropped
+
+    def released(self, location: str) -> None:
+        """A server closed `location`: drop it when it was superseded. On a Qdrant server other servers may
+        still read it until they poll the registry; the next build's activation drops it there."""
+        superseded = not self.uses_qdrant_server and location in self.registry.superseded()
+        if superseded and self.drop_if_released(location):
+            self.registry.forget_superseded(location)
 
     def close(self) -> None:
         if self.services is not None:

@@ -126,6 +126,14 @@ class Registry:
             cur.execute(
                 f"ALTER TABLE {s}.index_versions ADD CONSTRAINT index_versions_state_check CHECK (state IN ({states}))"
             )
+            # Shards or collections a rebuild of their version replaced; dropped once no process holds them.
+            cur.execute(
+                f"""CREATE TABLE IF NOT EXISTS {s}.superseded_locations (
+                    location text PRIMARY KEY,
+                    version text NOT NULL,
+                    superseded_at timestamptz NOT NULL DEFAULT now()
+                )"""
+            )
             cur.execute(
                 f"CREATE UNIQUE INDEX IF NOT EXISTS index_versions_one_active "
                 f"ON {s}.index_versions ((true)) WHERE state = 'active'"
@@ -134,10 +142,12 @@ class Registry:
         self._ensured = True
 
     def record(self, entry: IndexVersion) -> None:
-        """Insert or replace a version (a rebuild of the same content starts over as `building`)."""
+        """Insert or replace a version (a rebuild of the same content starts over as `building`); a location
+        the row named before, if another, becomes superseded."""
         values = [Jsonb(getattr(entry, c)) if c in _JSON else getattr(entry, c) for c in _COLUMNS]
         updates = ", ".join(f"{c} = EXCLUDED.{c}" for c in _COLUMNS[1:])
         with self._connect() as conn:
+            self._supersede(conn, entry.version, entry.location)
             conn.execute(
                 f"INSERT INTO {self.schema}.index_versions ({', '.join(_COLUMNS)}) "
                 f"VALUES ({', '.join(['%s'] * len(_COLUMNS))}) "
@@ -172,8 +182,34 @@ class Registry:
         others = [v for v in kept if v.state != "active"]
         return others[max(0, keep - len(active)) :]
 
-    def activate(self, version: str) -> IndexVersion:
-        """Make `version` the active index; the previous one is retired but kept for rollback."""
+    def _supersede(self, conn: psycopg.Connection[dict[str, Any]], version: str, location: str) -> None:
+        conn.execute(
+            f"INSERT INTO {self.schema}.superseded_locations (location, version) "
+            f"SELECT location, version FROM {self.schema}.index_versions WHERE version = %s AND location <> %s "
+            "ON CONFLICT (location) DO NOTHING",
+            (version, location),
+        )
+
+    def superseded(self) -> list[str]:
+        """Locations a rebuild of their version replaced, oldest first, not yet dropped."""
+        with self._connect() as conn:
+            rows = conn.execute(
+                f"SELECT location FROM {self.schema}.superseded_locations ORDER BY superseded_at"
+            ).fetchall()
+        return [row["location"] for row in rows]
+
+    def forget_superseded(self, location: str) -> None:
+        with self._connect() as conn:
+            conn.execute(f"DELETE FROM {self.schema}.superseded_locations WHERE location = %s", (location,))
+
+    def activate(self, version: str, **fields: Any) -> IndexVersion:
+        """Make `version` the active index; the previous one is retired but kept for rollback.
+
+        `fields` (location, chunk_count, ...) change the row in the same transaction: a forced rebuild of
+        the active version switches it to its fresh location at once, and the old location is superseded."""
+        unknown = set(fields) - set(_COLUMNS[1:]) | ({"state"} & set(fields))
+        if unknown:
+            raise ValueError(f"cannot set {sorted(unknown)} on activation")
         with self._connect() as conn:
             row = conn.execute(
                 f"SELECT state FROM {self.schema}.index_versions WHERE version = %s FOR UPDATE", (version,)
@@ -189,9 +225,14 @@ class Registry:
                 f"UPDATE {self.schema}.index_versions SET state = 'retired' WHERE state = 'active' AND version <> %s",
                 (version,),
             )
+            if "location" in fields:
+                self._supersede(conn, version, fields["location"])
+            assigns = "".join(f", {k} = %s" for k in fields)
+            values = [Jsonb(v) if k in _JSON else v for k, v in fields.items()]
             conn.execute(
-                f"UPDATE {self.schema}.index_versions SET state = 'active', activated_at = now() WHERE version = %s",
-                (version,),
+                f"UPDATE {self.schema}.index_versions SET state = 'active', activated_at = now(){assigns} "
+                "WHERE version = %s",
+                (*values, version),
             )
         active = self.get(version)
         assert active is not None

@@ -1,4 +1,7 @@
-"""The active index as every process sees it: read from the registry, re-read every few seconds."""
+"""The active index as every process sees it: read from the registry, re-read every few seconds.
+
+A change of the active version, or of its location (a forced rebuild), opens the new index and closes the
+old one; the old location is then offered to `released`, which drops it when it was superseded."""
 
 from __future__ import annotations
 
@@ -28,9 +31,15 @@ class FingerprintMismatch(RuntimeError):
 
 class ActiveIndex:
     def __init__(
-        self, registry: Registry, opener: Callable[[str], VectorIndex], fingerprint: str, poll_seconds: float
+        self,
+        registry: Registry,
+        opener: Callable[[str], VectorIndex],
+        fingerprint: str,
+        poll_seconds: float,
+        released: Callable[[str], None] | None = None,
     ) -> None:
         self._registry, self._open, self._fingerprint = registry, opener, fingerprint
+        self._released = released  # told each location this process closed (a superseded one is dropped)
         self._poll = poll_seconds
         self._lock = threading.Lock()
         self._current: tuple[IndexVersion, VectorIndex] | None = None
@@ -53,7 +62,11 @@ class ActiveIndex:
             log.warning("registry_unreachable_keeping_index", version=self._current[0].version)
             return
         self._checked_at = time.monotonic()
-        if active is None or (self._current is not None and self._current[0].version == active.version):
+        # A forced rebuild keeps the version and changes its location: either change reopens.
+        if active is None or (
+            self._current is not None
+            and (self._current[0].version, self._current[0].location) == (active.version, active.location)
+        ):
             return
         if active.fingerprint != self._fingerprint:
             raise FingerprintMismatch(
@@ -65,6 +78,11 @@ class ActiveIndex:
         except StoreUnavailable as exc:
             raise VectorStoreUnavailable(str(exc)) from exc
         previous, self._current = self._current, (active, opened)
-        log.info("index_activated_here", version=active.version, chunks=active.chunk_count)
+        log.info("index_activated_here", version=active.version, location=active.location, chunks=active.chunk_count)
         if previous is not None:
             previous[1].close()
+            if self._released is not None:
+                try:
+                    self._released(previous[0].location)
+                except Exception as exc:  # cleanup only: the new index is already served
+                    log.warning("index_release_failed", location=previous[0].location, error=str(exc))

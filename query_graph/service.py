@@ -56,7 +56,11 @@ class QueryService:
         self.back = BackHalf(settings)  # variants, one driver per variant combination, their clients
         self.driver = self.back.driver(self.back.defaults)
         self.indexes = ActiveIndex(
-            stores.registry, stores.open_index, self.embedder.fingerprint.digest, settings.registry_poll_seconds
+            stores.registry,
+            stores.open_index,
+            self.embedder.fingerprint.digest,
+            settings.registry_poll_seconds,
+            released=stores.released,  # a replaced shard this process closes is dropped
         )
 
     def active(self) -> tuple[IndexVersion, VectorIndex]:

@@ -9,8 +9,10 @@ import pytest
 
 from assets.build import BuildFailed, build_index, dagster_instance
 from pipelines.indexing import BuildRequest
+from pipelines.ports import StoreUnavailable
 from pipelines.profiles import Stores
 from pipelines.settings import Settings
+from query_graph.service import QueryService
 
 
 def test_build_registers_and_activates_a_checked_index(settings: Settings, stores: Stores, built) -> None:  # type: ignore[no-untyped-def]
@@ -64,6 +66,38 @@ def test_a_failing_store_write_marks_the_version_failed(
         build_index(settings, stores, BuildRequest.from_settings(settings))
     states = {v.version: v.state for v in stores.registry.versions()}
     assert states[built.version] == "active" and sorted(states.values()) == ["active", "failed"]
+
+
+def test_a_forced_rebuild_of_the_served_version_switches_to_a_fresh_shard(
+    settings: Settings, stores: Stores, built
+) -> None:  # type: ignore[no-untyped-def]
+    """A QueryService holds the active version's Qdrant Edge shard open, and a shard admits one handle. A forced
+    rebuild of the same content writes a fresh shard, activation switches the version's row to it, the service
+    reopens on its next registry poll and answers from it, and the old shard goes once the service let go."""
+    service = QueryService(settings, stores)
+    assert service.answer("Which port does the harbor dashboard listen on?")["status"] == "answered"
+    old = stores.registry.active()
+    assert old is not None and old.location == stores.location_for(built.version)
+    with pytest.raises(StoreUnavailable, match="WouldBlock"):  # the service holds it: a second handle fails
+        stores.open_index(old.location)
+
+    forced = build_index(settings, stores, BuildRequest.from_settings(settings), force=True)
+    assert forced.built and forced.version == built.version
+    new = stores.registry.active()
+    assert new is not None and new.version == built.version and new.state == "active"
+    assert new.location != old.location and forced.summary["location"] == new.location
+    assert Path(new.location).parent == settings.shards_dir
+    assert new.chunk_count == old.chunk_count and new.checks["point_count_equals_chunks"]["passed"]
+    assert Path(old.location).is_dir()  # still open in the service: not removed under it
+    assert stores.registry.superseded() == [old.location]
+
+    reply = service.answer("What does retention_days do?")  # registry_poll_seconds=0: the service reopens
+    assert reply["status"] == "answered" and reply["cache"] == "miss"
+    assert reply["retrieved"] and reply["index"]["content_version"] == built.version
+    assert service.indexes.current()[0].location == new.location
+    assert not Path(old.location).exists() and stores.registry.superseded() == []  # released, then dropped
+    assert [v.version for v in stores.registry.versions()] == [built.version]
+    assert sorted(p.name for p in settings.shards_dir.iterdir()) == [Path(new.location).name]
 
 
 def test_bad_source_is_a_clear_error(settings: Settings, stores: Stores, tmp_path: Path) -> None:

@@ -70,3 +70,25 @@ def test_merge_keeps_earlier_results_and_retention_spares_the_active(backend: di
         registry.activate("v-2")
     with pytest.raises(ValueError, match="at least 1"):
         registry.beyond_retention(0)
+
+
+def test_activation_switches_a_versions_location_and_supersedes_the_old_one(
+    backend: dict[str, str], schema: str
+) -> None:
+    """A forced rebuild's activation: the row moves to the fresh location in the same transaction, and the
+    old location is kept as superseded until it is dropped; re-recording a version supersedes likewise."""
+    registry = Registry(backend["postgres"], schema)
+    registry.record(version("v-1"))
+    registry.activate("v-1")
+    assert registry.superseded() == []
+    switched = registry.activate("v-1", location="/shards/v-1_b1", chunk_count=4)
+    assert switched.state == "active" and switched.location == "/shards/v-1_b1" and switched.chunk_count == 4
+    assert registry.superseded() == ["/shards/v-1"]
+    registry.forget_superseded("/shards/v-1")
+    registry.record(version("v-2"))
+    registry.activate("v-2")
+    registry.record(version("v-1"))  # a later plain rebuild of the retired v-1 goes back to /shards/v-1
+    assert registry.get("v-1").location == "/shards/v-1"  # type: ignore[union-attr]
+    assert registry.superseded() == ["/shards/v-1_b1"]
+    with pytest.raises(ValueError, match="state"):
+        registry.activate("v-2", state="retired")

@@ -48,3 +48,28 @@ def test_build_activates_by_alias_swap_and_retention_drops_collections(
         assert stores.registry.get(first.version).state == "deleted"  # type: ignore[union-attr]
     finally:
         stores.close()
+
+
+def test_a_forced_rebuild_writes_a_fresh_collection_and_swaps_the_alias(settings: Settings, tmp_path: Path) -> None:
+    """Forcing a rebuild of the active version writes a new collection (servers keep reading the old one until
+    they poll the registry), swaps the alias to it, and the next activation drops the replaced collection."""
+    settings = settings.model_copy(update={"qdrant_url": f"local:{tmp_path / 'qdrant'}"})
+    stores = open_stores(settings)
+    try:
+        first = build_index(settings, stores, BuildRequest.from_settings(settings))
+        client = stores.qdrant()
+        old = first.summary["location"]
+        forced = build_index(settings, stores, BuildRequest.from_settings(settings), force=True)
+        new = forced.summary["location"]
+        assert forced.built and forced.version == first.version
+        assert new.startswith(old + "_") and aliases(client) == {ACTIVE_ALIAS: new}
+        active = stores.registry.active()
+        assert active is not None and active.location == new
+        assert stores.open_index(new).count() == forced.summary["chunks"] == first.summary["chunks"]
+        # Another server may still be reading the replaced collection: it stays until the next activation.
+        assert client.collection_exists(old) and stores.registry.superseded() == [old]
+        again = build_index(settings, stores, BuildRequest.from_settings(settings), force=True)
+        assert not client.collection_exists(old) and stores.registry.superseded() == [new]
+        assert aliases(client) == {ACTIVE_ALIAS: again.summary["location"]}
+    finally:
+        stores.close()

@@ -137,19 +137,26 @@ def test_admin_build_runs_on_a_webserver_without_daemon(fresh_settings: Settings
                 assert reused["state"] == "succeeded", reused["error"]
                 assert reused["result"]["built"] is False and reused["result"]["version"] == active.version
                 assert reused["result"]["build_run_id"] == ""
-            # A serving process holds the active version's Qdrant Edge shard, and a forced rebuild of that
-            # version in the webserver's run worker cannot open it (NOTES.md): the server is closed first.
-            # The API hands the same launcher a BuildRequestBody with force=True.
-            launcher = dagster_graphql_launcher(app_settings, poll_seconds=0.5)
-            forced = launcher(BuildRequestBody(force=True))
-            assert forced["built"] is True and forced["version"] == active.version
-            assert forced["build_run_id"] not in ("", first["build_run_id"])
+
+                # The app holds the active version's Qdrant Edge shard open (a shard admits one handle): the
+                # forced run writes a fresh shard in the webserver's run worker and switches the version to it.
+                forced_build = client.post("/v1/admin/index/builds", json={"force": True}, headers=operator)
+                forced = wait_for_build(client, forced_build.json()["id"], operator)
+                assert forced["state"] == "succeeded", forced["error"]
+                forced = forced["result"]
+                assert forced["built"] is True and forced["version"] == active.version
+                assert forced["build_run_id"] not in ("", first["build_run_id"])
+                rebuilt = stores.registry.active()
+                assert rebuilt is not None and rebuilt.version == active.version
+                assert rebuilt.location != active.location and forced["summary"]["location"] == rebuilt.location
+                assert Path(active.location).is_dir()  # the run worker could not drop what the app holds
+                # The app reopens on its next registry poll, releases the old shard and drops it.
+                assert client.get("/v1/index", headers=operator).json()["location"] == rebuilt.location
+                assert not Path(active.location).exists() and stores.registry.superseded() == []
             with dagster_instance(settings) as instance:  # the forced run materialised the graph again
                 runs = {r.run_id: r for r in instance.get_runs()}
                 assert runs[forced["run_id"]].run_config["resources"]["ragline"]["config"] == {"force": True}
                 assert runs[forced["build_run_id"]].tags["ragline/version"] == active.version
-            rebuilt = stores.registry.active()
-            assert rebuilt is not None and rebuilt.version == active.version
     finally:
         stores.close()
 
