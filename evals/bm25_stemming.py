@@ -20,21 +20,12 @@ from collections import Counter, defaultdict
 from collections.abc import Callable
 from pathlib import Path
 
-import snowballstemmer
-
 from evals.beir import BeirData, documents_in_order, load_beir
 from evals.ir_metrics import ndcg_at_k, recall_at_k
 from pipelines import bm25
 from pipelines.embedders import load_embedder
 from pipelines.fusion import weighted_rank_fusion
 from pipelines.vector_store_edge import EdgeShardIndex
-
-_STEMMER = snowballstemmer.stemmer("english")
-
-
-def analyze_stemmed(text: str) -> list[str]:
-    """The project's analyzer, then Snowball English on purely alphabetic terms (identifiers stay whole)."""
-    return [_STEMMER.stemWord(t) if t.isalpha() else t for t in bm25.analyze(text)]
 
 
 def bm25_rankings(data: BeirData, analyzer: Callable[[str], list[str]]) -> dict[str, list[str]]:
@@ -92,7 +83,7 @@ def main(argv: list[str]) -> int:
         if dense is not None:
             ndcg, recall, n = mean_scores(data, dense)
             print(f"{split} dense: n={n} nDCG@10={ndcg} recall@100={recall}", flush=True)
-        for name, analyzer in (("plain", bm25.analyze), ("stemmed", analyze_stemmed)):
+        for name, analyzer in (("plain", bm25.analyze), ("stemmed", bm25.analyze_english_stem)):
             lexical = bm25_rankings(data, analyzer)
             ndcg, recall, n = mean_scores(data, lexical)
             print(f"{split} {name}: n={n} nDCG@10={ndcg} recall@100={recall}", flush=True)

@@ -415,14 +415,7 @@ def chunk_sentence_window(
         costs = [count(u) for u in units]
         budget = target - (count(head) if head else 0)
         for k, unit in enumerate(units):
-            lo, hi, used = k, k, costs[k]
-            grew = True
-            while grew:  # widen left and right in turn while the context fits the budget
-                grew = False
-                if lo > 0 and used + costs[lo - 1] <= budget:
-                    lo, used, grew = lo - 1, used + costs[lo - 1], True
-                if hi + 1 < len(units) and used + costs[hi + 1] <= budget:
-                    hi, used, grew = hi + 1, used + costs[hi + 1], True
+            lo, hi = widen(costs, k, budget)
             context = "\n\n".join([head, *units[lo : hi + 1]] if head and unit != head else units[lo : hi + 1])
             position = len(chunks)
             chunks.append(
@@ -448,24 +441,32 @@ STRATEGIES: dict[str, Callable[..., list[Chunk]]] = {
 }
 
 
+def widen(costs: list[int], k: int, budget: int) -> tuple[int, int]:
+    """The run of units around unit `k`, grown one unit left and one right in turn while the total cost
+    stays within `budget`: (first, last) indices, inclusive."""
+    lo, hi, used = k, k, costs[k]
+    grew = True
+    while grew:
+        grew = False
+        if lo > 0 and used + costs[lo - 1] <= budget:
+            lo, used, grew = lo - 1, used + costs[lo - 1], True
+        if hi + 1 < len(costs) and used + costs[hi + 1] <= budget:
+            hi, used, grew = hi + 1, used + costs[hi + 1], True
+    return lo, hi
+
+
 def with_neighbour_context(chunks: list[Chunk], budget: int) -> list[Chunk]:
     """Each chunk of one document with its neighbours as `context_text`, widened left and right in turn
     while the whole stays within `budget` tokens ("small to big": the index matches the chunk, the
     generator reads the passage around it). A chunk that already has a context (sentence_window)
     or whose neighbours do not fit is left as it is."""
     out: list[Chunk] = []
+    costs = [c.token_count for c in chunks]
     for k, chunk in enumerate(chunks):
         if chunk.context_text is not None or budget <= chunk.token_count:
             out.append(chunk)
             continue
-        lo, hi, used = k, k, chunk.token_count
-        grew = True
-        while grew:
-            grew = False
-            if lo > 0 and used + chunks[lo - 1].token_count <= budget:
-                lo, used, grew = lo - 1, used + chunks[lo - 1].token_count, True
-            if hi + 1 < len(chunks) and used + chunks[hi + 1].token_count <= budget:
-                hi, used, grew = hi + 1, used + chunks[hi + 1].token_count, True
+        lo, hi = widen(costs, k, budget)
         wide = "\n\n".join(c.text for c in chunks[lo : hi + 1])
         out.append(replace(chunk, context_text=wide) if hi > lo else chunk)
     return out

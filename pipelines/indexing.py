@@ -338,16 +338,7 @@ def write_shadow(
         languages=record.languages,
         strategies=record.strategies,
     )
-    stores.registry.merge(
-        version,
-        checks={"point_count_equals_chunks": check},
-        timings={
-            "write_seconds": round(time.perf_counter() - started, 3),
-            "embed_seconds": round(embeddings.seconds, 3),
-            "embedded": embeddings.computed,
-            "reused": embeddings.reused,
-        },
-    )
+    _record_write(stores, version, check, started, embeddings)
     written = stores.registry.get(version)
     assert written is not None
     return written
@@ -359,6 +350,20 @@ def _write(stores: Stores, location: str, chunks: list[Chunk], embeddings: Embed
     count = writer.count()
     writer.close()
     return count
+
+
+def _record_write(stores: Stores, version: str, check: dict[str, Any], started: float, embeddings: Embeddings) -> None:
+    """The point-count check and the write and embedding timings, on the version's registry row."""
+    stores.registry.merge(
+        version,
+        checks={"point_count_equals_chunks": check},
+        timings={
+            "write_seconds": round(time.perf_counter() - started, 3),
+            "embed_seconds": round(embeddings.seconds, 3),
+            "embedded": embeddings.computed,
+            "reused": embeddings.reused,
+        },
+    )
 
 
 def _rewrite_active(
@@ -377,16 +382,7 @@ def _rewrite_active(
         stores.drop_index(location)
         raise
     check = index_checks.point_count(count, len(chunks))
-    stores.registry.merge(
-        active.version,
-        checks={"point_count_equals_chunks": check},
-        timings={
-            "write_seconds": round(time.perf_counter() - started, 3),
-            "embed_seconds": round(embeddings.seconds, 3),
-            "embedded": embeddings.computed,
-            "reused": embeddings.reused,
-        },
-    )
+    _record_write(stores, active.version, check, started, embeddings)
     current = stores.registry.get(active.version)
     assert current is not None
     log.info("active_version_rewritten", version=active.version, location=location, points=count)
