@@ -26,6 +26,7 @@ from typing import Any
 import numpy as np
 
 from evals.golden import load_golden
+from pipelines.language_lanes import lanes
 from pipelines.logs import configure_logging
 from pipelines.profiles import open_stores
 from pipelines.rerank import CrossEncoderReranker
@@ -57,7 +58,8 @@ def plan_for(service: QueryService, depth: int) -> RetrievalPlan:
         bm25_memory=service.back.bm25_memory,
         index_version=version.version,
         strategy=s.chunk_strategy,
-        language=s.language_filter,
+        # The benchmark's questions are English and its index one language: a single lane.
+        lanes=lanes(s.language_route, "en", version.languages, s.source_language, s.language_filter),
         candidates=max(s.candidates, depth),
         keep=depth,
         rrf_k=s.rrf_k,

@@ -3,7 +3,8 @@
 dense = the vector store's dense search; bm25 = its sparse search; hybrid = fusion of both lists
 (RRF by default); hybrid+rerank = the hybrid top `rerank_depth` re-ordered by a cross-encoder.
 The query embedding is computed once per question by the caller and shared by every mode, so a
-mode's latency is its own search, fusion and rerank time.
+mode's latency is its own search, fusion and rerank time. Each mode searches the question's retrieval
+lanes (pipelines/language_lanes.py) as the query graph does: one lane for an index of one language.
 """
 
 from __future__ import annotations
@@ -16,7 +17,9 @@ import numpy as np
 
 from pipelines import bm25, fusion
 from pipelines.documents import Chunk
-from pipelines.ports import VectorIndex
+from pipelines.guardrails import detect_question_language
+from pipelines.language_lanes import Lane, lanes
+from pipelines.ports import Hit, VectorIndex
 
 MODES = ("dense", "bm25", "hybrid", "hybrid+rerank")
 
@@ -35,6 +38,17 @@ class SearchSetup:
     rerank: RerankScorer | None = None
     rerank_depth: int = 30
     bm25_analyzer: str = "plain"  # the index's (its sparse vectors were written with it)
+    index_languages: tuple[str, ...] = ()  # the index version's
+    language_route: str = "question_and_source"
+    source_language: str | None = "en"
+    language_min_confidence: float = 0.5  # below it the question's language counts as unknown (as the gate's)
+
+    def lanes(self, question: str) -> tuple[Lane, ...]:
+        language = None
+        if len(self.index_languages) > 1:  # one language: nothing to route, and no need to detect
+            guess = detect_question_language(question)
+            language = guess.language if guess.confidence >= self.language_min_confidence else None
+        return lanes(self.language_route, language, self.index_languages, self.source_language)
 
 
 @dataclass
@@ -53,32 +67,33 @@ def check_modes(modes: Sequence[str], setup: SearchSetup) -> None:
         raise ValueError(f"unknown fusion {setup.fusion!r}; known: {list(fusion.FUSIONS)}")
 
 
-def _hybrid(question_vector: np.ndarray, sparse: bm25.SparseVector, setup: SearchSetup, depth: int) -> list[Chunk]:
+def _search(mode: str, question: str, question_vector: np.ndarray, setup: SearchSetup, depth: int) -> list[Chunk]:
+    """The mode's lists in every lane of the question, fused."""
     width = max(setup.candidates, depth)
-    dense = setup.index.dense_search(question_vector, width, setup.strategy)
-    lexical = setup.index.sparse_search(sparse, width, setup.strategy)
-    chunks = {h.chunk.chunk_id: h.chunk for h in [*dense, *lexical]}
-    lists = [[(h.chunk.chunk_id, h.score) for h in hits] for hits in (dense, lexical)]
-    fused = fusion.fuse(setup.fusion, lists, setup.rrf_k, setup.fusion_weights)
+    dense: list[list[Hit]] = []
+    sparse: list[list[Hit]] = []
+    for lane in setup.lanes(question):
+        meaning = mode != "bm25"
+        dense.append(setup.index.dense_search(question_vector, width, setup.strategy, lane.language) if meaning else [])
+        lexical = mode != "dense" and lane.lexical
+        vector = bm25.query_vector(question, setup.bm25_analyzer, lane.analysis_language) if lexical else None
+        sparse.append(setup.index.sparse_search(vector, width, setup.strategy, lane.language) if vector else [])
+    if mode != "hybrid" and len(dense) == 1:  # one list: its own order, whatever the fusion method
+        return [h.chunk for h in (dense if mode == "dense" else sparse)[0][:depth]]
+    chunks = {h.chunk.chunk_id: h.chunk for hits in [*dense, *sparse] for h in hits}
+    lists = [[[(h.chunk.chunk_id, h.score) for h in hits] for hits in lanes] for lanes in (dense, sparse)]
+    weights = setup.fusion_weights or (1.0, 1.0)
+    fused = fusion.fuse_lanes(setup.fusion, mode, *lists, k=setup.rrf_k, weights=weights)
     return [chunks[cid] for cid, _ in fused[:depth]]
 
 
 def run_mode(mode: str, question: str, question_vector: np.ndarray, setup: SearchSetup, limit: int) -> ModeResult:
     started = time.perf_counter()
-    if mode == "dense":
-        chunks = [h.chunk for h in setup.index.dense_search(question_vector, limit, setup.strategy)]
-    elif mode == "bm25":
-        chunks = [
-            h.chunk
-            for h in setup.index.sparse_search(bm25.query_vector(question, setup.bm25_analyzer), limit, setup.strategy)
-        ]
-    elif mode == "hybrid":
-        chunks = _hybrid(question_vector, bm25.query_vector(question, setup.bm25_analyzer), setup, limit)
+    if mode in ("dense", "bm25", "hybrid"):
+        chunks = _search(mode, question, question_vector, setup, limit)
     elif mode == "hybrid+rerank":
         assert setup.rerank is not None
-        pool = _hybrid(
-            question_vector, bm25.query_vector(question, setup.bm25_analyzer), setup, max(limit, setup.rerank_depth)
-        )
+        pool = _search("hybrid", question, question_vector, setup, max(limit, setup.rerank_depth))
         head, tail = pool[: setup.rerank_depth], pool[setup.rerank_depth :]
         scores = list(setup.rerank(question, head)) if head else []
         # Stable sort: equal cross-encoder scores keep their fused order.

@@ -14,6 +14,7 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from typing import Any
 
 import snowballstemmer
 
@@ -103,19 +104,85 @@ def analyze(text: str) -> list[str]:
 _STEMMER = snowballstemmer.stemmer("english")
 
 
-def analyze_english_stem(text: str) -> list[str]:
+def analyze_english_stem(text: str, language: str | None = None) -> list[str]:
     """`analyze`, then Snowball English on purely alphabetic terms: "returns" and "returned" meet
-    "return"; identifiers, versions and keys (`retention_days`, `16.11.1`) stay whole."""
+    "return"; identifiers, versions and keys (`retention_days`, `16.11.1`) stay whole. Every language
+    gets English rules (`snowball` stems each language by its own)."""
     return [_STEMMER.stemWord(t) if t.isalpha() else t for t in analyze(text)]
 
 
-# The sparse vectors of an index and the questions asked of it must go through the same analyzer: an
-# index version records its analyzer's name (`bm25_analyzer` in its chunk settings), and the query side
-# reads it from the active version.
-ANALYZERS: dict[str, Callable[[str], list[str]]] = {"plain": analyze, "english_stem": analyze_english_stem}
+# ISO 639-1 code -> Snowball algorithm, for the languages documentation is commonly translated into.
+SNOWBALL_LANGUAGES = {
+    "ar": "arabic",
+    "ca": "catalan",
+    "da": "danish",
+    "de": "german",
+    "el": "greek",
+    "en": "english",
+    "es": "spanish",
+    "fi": "finnish",
+    "fr": "french",
+    "hi": "hindi",
+    "hu": "hungarian",
+    "id": "indonesian",
+    "it": "italian",
+    "lt": "lithuanian",
+    "nl": "dutch",
+    "no": "norwegian",
+    "pt": "portuguese",
+    "ro": "romanian",
+    "ru": "russian",
+    "sr": "serbian",
+    "sv": "swedish",
+    "tr": "turkish",
+}
+_STEMMERS: dict[str, Any] = {}
+
+# Han, kana and Hangul: written without spaces, so a run of them is one "word" to `\w+`. They are indexed as
+# overlapping character bigrams instead (as Lucene's CJKAnalyzer does); a lone character stays a unigram.
+_CJK_RUN = re.compile(r"([\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+)")
 
 
-def analyzer(name: str) -> Callable[[str], list[str]]:
+def _stemmer(language: str | None) -> Any:
+    name = SNOWBALL_LANGUAGES.get(language or "")
+    if name is None:
+        return None
+    if name not in _STEMMERS:
+        _STEMMERS[name] = snowballstemmer.stemmer(name)
+    return _STEMMERS[name]
+
+
+def cjk_bigrams(run: str) -> list[str]:
+    return [run] if len(run) == 1 else [run[i : i + 2] for i in range(len(run) - 1)]
+
+
+def analyze_snowball(text: str, language: str | None = None) -> list[str]:
+    """`analyze` with each word stemmed by the Snowball algorithm of the text's language (none for a
+    language without one, or an unknown language) and CJK runs as character bigrams. For English text
+    it gives exactly `analyze_english_stem`'s terms."""
+    stemmer = _stemmer(language)
+    terms: list[str] = []
+    for number, piece in enumerate(_CJK_RUN.split(text)):
+        if number % 2:  # the split's captured runs sit at odd positions
+            terms.extend(cjk_bigrams(piece))
+        elif piece:
+            terms.extend(stemmer.stemWord(t) if stemmer is not None and t.isalpha() else t for t in analyze(piece))
+    return terms
+
+
+# An analyzer turns text in a language (ISO code, None when unknown) into BM25 terms. The sparse vectors of
+# an index and the questions asked of it must go through the same one: an index version records its
+# analyzer's name (`bm25_analyzer` in its chunk settings), and the query side reads it from the active
+# version. Names are never reused for other behaviour: an index written under a name is read under it.
+Analyzer = Callable[[str, str | None], list[str]]
+ANALYZERS: dict[str, Analyzer] = {
+    "plain": lambda text, language=None: analyze(text),
+    "english_stem": analyze_english_stem,
+    "snowball": analyze_snowball,
+}
+
+
+def analyzer(name: str) -> Analyzer:
     try:
         return ANALYZERS[name]
     except KeyError:
@@ -140,6 +207,8 @@ def document_vector(terms: list[str], avg_length: float, k1: float = 1.2, b: flo
     return SparseVector([i for i, _ in items], [tf * (k1 + 1) / (tf + norm) for _, tf in items])
 
 
-def query_vector(text: str, analyzer_name: str = "plain") -> SparseVector:
-    indices = sorted({term_index(t) for t in analyzer(analyzer_name)(text)})
+def query_vector(text: str, analyzer_name: str = "plain", language: str | None = None) -> SparseVector:
+    """A question's sparse vector: analysed as the chunks it is matched against (same analyzer, and
+    the language those chunks were analysed in)."""
+    indices = sorted({term_index(t) for t in analyzer(analyzer_name)(text, language)})
     return SparseVector(indices, [1.0] * len(indices))

@@ -31,11 +31,12 @@ class MemoryBM25:
     @classmethod
     def build(cls, chunks: list[Chunk], analyzer_name: str = "plain") -> MemoryBM25:
         analyze = analyzer(analyzer_name)
-        corpus = [analyze(" ".join([*c.heading_path, c.text])) for c in chunks]
+        corpus = [analyze(" ".join([*c.heading_path, c.text]), c.language) for c in chunks]
         return cls(chunks, BM25Okapi(corpus) if chunks else None, analyzer_name)
 
-    def search(self, question: str, limit: int) -> list[Hit]:
-        terms = analyzer(self.analyzer_name)(question)
+    def search(self, question: str, limit: int, language: str | None = None) -> list[Hit]:
+        """`language`: the one the question is analysed in (its lane's chunks')."""
+        terms = analyzer(self.analyzer_name)(question, language)
         if self.engine is None or not terms:
             return []
         scores = np.asarray(self.engine.get_scores(terms))

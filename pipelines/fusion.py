@@ -66,3 +66,39 @@ def fuse(
     if method == "dbsf":
         return distribution_based_score_fusion(lists)
     raise ValueError(f"unknown fusion {method!r}; valid: {', '.join(FUSIONS)}")
+
+
+RETRIEVER_LISTS = {"hybrid": (0, 1), "dense": (0,), "bm25": (1,)}  # which of (dense, BM25) a retrieval fuses
+
+
+def fuse_lanes(
+    method: str,
+    retrieval: str,
+    dense: Sequence[Ranked],
+    sparse: Sequence[Ranked],
+    k: int = 60,
+    weights: Sequence[float] = (1.0, 1.0),
+) -> list[tuple[str, float]]:
+    """Fuse one dense and one BM25 list per retrieval lane (pipelines/language_lanes.py): each lane's
+    lists with `method` (`retrieval` picks them: hybrid, dense or bm25), then the lanes' fused lists by
+    RRF, so the lanes take turns at the top (a lane's first, the next lane's first, ...). Fusing all
+    lists at once would rank a lane searched by both retrievers far above one searched by meaning only."""
+    if len(dense) != len(sparse):
+        raise ValueError(f"{len(dense)} dense lists but {len(sparse)} BM25 lists: one of each per lane")
+    kinds = RETRIEVER_LISTS[retrieval]
+    lanes = [
+        fuse(
+            method, [pair[kind] for kind in kinds], k, [weights[kind] if kind < len(weights) else 1.0 for kind in kinds]
+        )
+        for pair in zip(dense, sparse, strict=True)
+    ]
+    if len(lanes) == 1:
+        return lanes[0]
+    # RRF across the lanes; a tie (the same rank in two lanes) goes to the earlier lane, the question's own.
+    scores: dict[str, float] = {}
+    first_seen: dict[str, tuple[int, int]] = {}
+    for number, lane in enumerate(lanes):
+        for rank, (item, _) in enumerate(lane, start=1):
+            scores[item] = scores.get(item, 0.0) + 1.0 / (k + rank)
+            first_seen.setdefault(item, (rank, number))
+    return sorted(scores.items(), key=lambda kv: (-kv[1], first_seen[kv[0]]))

@@ -8,7 +8,7 @@ from __future__ import annotations
 import hashlib
 import json
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
@@ -25,6 +25,7 @@ from pipelines.embedders import load_embedder
 from pipelines.embedding_cache import EmbeddingCache
 from pipelines.fusion import reciprocal_rank_fusion
 from pipelines.golden_sets import GoldenQuestion
+from pipelines.guardrails import detect_question_language
 from pipelines.language import detect_language, folder_language
 from pipelines.loaders import content_version
 from pipelines.ports import StoreUnavailable, VectorIndex
@@ -212,7 +213,7 @@ def embed_chunks(
     finally:
         cache.close()
     analyze = bm25.analyzer(request.bm25_analyzer)
-    terms = [analyze(t) for t in texts]
+    terms = [analyze(t, c.language) for t, c in zip(texts, chunks, strict=True)]
     avg_length = float(np.mean([len(t) for t in terms])) if terms else 0.0
     sparse = [bm25.document_vector(t, avg_length) for t in terms]
     return Embeddings(dense, sparse, avg_length, len(cached), len(missing), time.perf_counter() - started)
@@ -227,14 +228,17 @@ def gather_chunks(by_strategy: dict[str, list[Chunk]], strategies: tuple[str, ..
 
 
 def hybrid_search(
-    index: VectorIndex, request: BuildRequest, strategy: str, limit: int = 10
+    index: VectorIndex, request: BuildRequest, strategy: str, languages: Sequence[str], limit: int = 10
 ) -> Callable[[str], list[Chunk]]:
-    """Dense + BM25 fused by reciprocal rank: the same kind of retrieval the query graph runs by default."""
+    """Dense + BM25 fused by reciprocal rank over the whole index (`languages`: the version's), the
+    question analysed in the index's language, or its own when the index holds several."""
     embedder = load_embedder(request.embedding_model)
 
     def search(question: str) -> list[Chunk]:
         dense = index.dense_search(embedder.embed_query(question), 30, strategy=strategy)
-        sparse = index.sparse_search(bm25.query_vector(question, request.bm25_analyzer), 30, strategy=strategy)
+        language = languages[0] if len(languages) == 1 else detect_question_language(question).language
+        vector = bm25.query_vector(question, request.bm25_analyzer, language)
+        sparse = index.sparse_search(vector, 30, strategy=strategy)
         by_id = {h.chunk.chunk_id: h.chunk for h in [*dense, *sparse]}
         fused = reciprocal_rank_fusion([[h.chunk.chunk_id for h in dense], [h.chunk.chunk_id for h in sparse]])
         return [by_id[chunk_id] for chunk_id, _ in fused[:limit]]
@@ -420,20 +424,19 @@ def retrieval_smoke_check(
             try:
                 active_index = stores.open_index(active.location)
                 opened.append(active_index)
-                active_search = hybrid_search(active_index, request, strategy)
+                active_search = hybrid_search(active_index, request, strategy, active.languages)
             except StoreUnavailable as exc:
                 # A server holding the active shard open locks it (Qdrant Edge's WAL): compare with the
                 # score the active version recorded when it was checked, on the same golden file.
                 log.info("smoke_active_index_busy", version=active.version, error=str(exc))
                 recorded = active.checks.get("retrieval_smoke", {})
                 if recorded.get("golden") == str(golden) and recorded.get("strategy") == strategy:
-                    return _smoke_against_recorded(
-                        golden, questions, shadow_index, request, strategy, settings, recorded
-                    )
+                    search = hybrid_search(shadow_index, request, strategy, shadow.languages)
+                    return _smoke_against_recorded(golden, questions, search, strategy, settings, recorded)
         result = index_checks.retrieval_smoke(
             golden,
             questions,
-            hybrid_search(shadow_index, request, strategy),
+            hybrid_search(shadow_index, request, strategy, shadow.languages),
             active_search,
             settings.smoke_margin,
         )
@@ -446,15 +449,12 @@ def retrieval_smoke_check(
 def _smoke_against_recorded(
     golden: Path | None,
     questions: list[GoldenQuestion],
-    shadow_index: VectorIndex,
-    request: BuildRequest,
+    search: Callable[[str], list[Chunk]],
     strategy: str,
     settings: Settings,
     recorded: dict[str, Any],
 ) -> dict[str, Any]:
-    result = index_checks.retrieval_smoke(
-        golden, questions, hybrid_search(shadow_index, request, strategy), None, settings.smoke_margin
-    )
+    result = index_checks.retrieval_smoke(golden, questions, search, None, settings.smoke_margin)
     active_score = recorded.get("evidence@5")
     if isinstance(active_score, int | float) and "evidence@5" in result:
         result["active_evidence@5"] = active_score

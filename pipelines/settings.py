@@ -47,8 +47,12 @@ class Settings(BaseSettings):
     chunk_max_tokens: int = Field(500, description="Hard limit of a chunk, in embedding-model tokens.")
     chunk_target_tokens: int = Field(450, description="Target size of a chunk, in embedding-model tokens.")
     chunk_overlap_tokens: int = Field(50, description="Tokens repeated between consecutive windows of a long section.")
-    bm25_analyzer: Literal["plain", "english_stem"] = Field(
-        "english_stem", description="BM25 analyzer of new builds: plain terms, or Snowball English stems of words."
+    bm25_analyzer: Literal["plain", "english_stem", "snowball"] = Field(
+        "snowball",
+        description=(
+            "BM25 analyzer of new builds: plain terms; Snowball English stems of words; or `snowball`, each "
+            "chunk stemmed in its own language and CJK text as character bigrams (English text: as english_stem)."
+        ),
     )
     chunk_context_tokens: int = Field(
         0, ge=0, description="Tokens of a chunk plus its neighbours that the generator reads (0: the chunk alone)."
@@ -114,7 +118,19 @@ class Settings(BaseSettings):
     fusion_weights: list[float] = Field(
         default_factory=lambda: [1.0, 1.0], description="Weights of the dense and BM25 lists in weighted RRF."
     )
-    language_filter: str | None = Field(None, description="Only retrieve chunks of this language (ISO code).")
+    language_filter: str | None = Field(
+        None, description="Only retrieve chunks of this language (ISO code); overrides language_route."
+    )
+    language_route: Literal["question_and_source", "question", "all"] = Field(
+        "question_and_source",
+        description=(
+            "Languages a question is searched in when the index holds several: its own plus the source "
+            "language (dense only), its own only, or all as one pool (pipelines/language_lanes.py)."
+        ),
+    )
+    source_language: str | None = Field(
+        "en", description="Language the documents are written in and translated from (ISO code); None: no source lane."
+    )
     rerank: Literal["none", "cross_encoder"] = Field("none", description="Rerank variant.")
     reranker_model: str = Field("ms-marco-MiniLM-L-12-v2-int8", description="Catalogue name of the cross-encoder.")
     reranker_path: Path | None = Field(

@@ -45,8 +45,9 @@ def _grade_score(candidates: list[Candidate], plan: RetrievalPlan, embedding: np
     dense = [c.dense_score for c in candidates if c.dense_score is not None]
     if dense:
         return max(dense), "dense"
-    hits = plan.dense(embedding)  # bm25-only retrieval: grade on the dense neighbour all the same
-    return (hits[0].score if hits else None), "dense"
+    # bm25-only retrieval: grade on the nearest dense neighbour (of any lane) all the same
+    scores = [hits[0].score for hits in plan.dense(embedding) if hits]
+    return (max(scores) if scores else None), "dense"
 
 
 def _rewrite(question: str, generator: str, llm_harness: LLMHarness | None) -> tuple[str, str]:

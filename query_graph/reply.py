@@ -6,6 +6,7 @@ from typing import Any
 
 from pipelines.citations import strip_markers
 from pipelines.coverage import Coverage
+from pipelines.language_lanes import Lane
 from query_graph.crag import CragOutcome
 from query_graph.generation import Draft
 from query_graph.retrieval import Candidate
@@ -20,6 +21,7 @@ def reply(
     context_candidates: list[Candidate],
     crag_outcome: CragOutcome,
     question_coverage: Coverage,
+    retrieval_lanes: tuple[Lane, ...],
 ) -> dict[str, Any]:
     by_id = {c.chunk.chunk_id: c for c in context_candidates}
     # Each cited chunk with the first sentence that cites it: that sentence's section is where the link goes.
@@ -53,6 +55,7 @@ def reply(
         "generator": draft_answer.generator,
         "provider": draft_answer.provider,
         "crag": crag_outcome.trace,
+        "lanes": [lane.as_dict() for lane in retrieval_lanes],
         "coverage": question_coverage.as_reply(),
         "verification": {
             **verified_answer.report,

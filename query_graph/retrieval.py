@@ -2,8 +2,12 @@
 
 Variants (config, overridable per request): `retrieval` = hybrid | dense | bm25, `bm25_engine` =
 qdrant (sparse vectors with IDF) | memory (rank-bm25 over the shard's payloads), `fusion` = rrf |
-weighted_rrf | dbsf. The same choices are bundled into a `RetrievalPlan`, so CRAG can run the whole
-retrieval again for a rewritten query without a second graph.
+weighted_rrf | dbsf, `language_route` = question_and_source | question | all (the languages searched,
+pipelines/language_lanes.py). The same choices are bundled into a `RetrievalPlan`, so CRAG can run the
+whole retrieval again for a rewritten query without a second graph.
+
+Each retriever returns one list per lane (a single lane for an index of one language); fusion takes
+every lane's lists at once, so the lanes interleave.
 """
 
 from __future__ import annotations
@@ -16,7 +20,9 @@ from hamilton.function_modifiers import config
 from pipelines import bm25
 from pipelines.bm25_memory import MemoryBM25Cache
 from pipelines.documents import Chunk, chunk_key
-from pipelines.fusion import fuse
+from pipelines.fusion import fuse_lanes
+from pipelines.guardrails import Verdict
+from pipelines.language_lanes import Lane, lanes
 from pipelines.ports import Embedder, Ranked, StoreUnavailable, VectorIndex
 
 
@@ -41,6 +47,7 @@ class Candidate:
             "anchor": c.anchor,
             "heading_path": c.heading_path,
             "source_uri": c.source_uri,
+            "language": c.language,
             "fused_rank": self.fused_rank,
             "fused_score": round(self.fused_score, 6),
             "dense_rank": self.dense_rank,
@@ -67,31 +74,40 @@ class RetrievalPlan:
     bm25_memory: MemoryBM25Cache
     index_version: str
     strategy: str
-    language: str | None
+    lanes: tuple[Lane, ...]
     candidates: int
     keep: int  # candidates kept after fusion (the rerank depth when a reranker follows)
     rrf_k: int
     fusion_weights: tuple[float, ...]
     bm25_analyzer: str = "plain"  # the active index version's, so questions are analysed as its chunks were
 
-    def dense(self, embedding: np.ndarray) -> list[Ranked]:
-        return self.vector_index.dense_ranked(embedding, self.candidates, self.strategy, self.language)
+    def dense(self, embedding: np.ndarray) -> list[list[Ranked]]:
+        return [
+            self.vector_index.dense_ranked(embedding, self.candidates, self.strategy, lane.language)
+            for lane in self.lanes
+        ]
 
-    def sparse(self, question: str) -> list[Ranked]:
+    def sparse(self, question: str) -> list[list[Ranked]]:
+        return [self._sparse(question, lane) if lane.lexical else [] for lane in self.lanes]
+
+    def _sparse(self, question: str, lane: Lane) -> list[Ranked]:
         if self.bm25_engine == "memory":
             engine = self.bm25_memory.engine(
-                self.index_version, self.vector_index, self.strategy, self.language, self.bm25_analyzer
+                self.index_version, self.vector_index, self.strategy, lane.language, self.bm25_analyzer
             )
-            return [Ranked(chunk_key(h.chunk.chunk_id), h.score) for h in engine.search(question, self.candidates)]
-        return self.vector_index.sparse_ranked(
-            bm25.query_vector(question, self.bm25_analyzer), self.candidates, self.strategy, self.language
-        )
+            hits = engine.search(question, self.candidates, lane.analysis_language)
+            return [Ranked(chunk_key(h.chunk.chunk_id), h.score) for h in hits]
+        vector = bm25.query_vector(question, self.bm25_analyzer, lane.analysis_language)
+        return self.vector_index.sparse_ranked(vector, self.candidates, self.strategy, lane.language)
 
-    def fused(self, dense: list[Ranked], sparse: list[Ranked]) -> list[Candidate]:
-        """Fuse the chosen lists, then read only the kept chunks' payloads (one store call)."""
-        lists = {"hybrid": [dense, sparse], "dense": [dense], "bm25": [sparse]}[self.retrieval]
-        ranked = [[(h.key, h.score) for h in hits] for hits in lists]
-        kept = fuse(self.fusion, ranked, k=self.rrf_k, weights=list(self.fusion_weights)[: len(ranked)])[: self.keep]
+    def fused(self, dense: list[list[Ranked]], sparse: list[list[Ranked]]) -> list[Candidate]:
+        """Fuse the chosen lists of every lane, then read only the kept chunks' payloads (one store call).
+        Weighted RRF weighs each lane's dense and BM25 lists by the dense and BM25 weights."""
+        dense = dense or [[] for _ in self.lanes]
+        sparse = sparse or [[] for _ in self.lanes]
+        lists = [[[(h.key, h.score) for h in hits] for hits in lanes] for lanes in (dense, sparse)]
+        kept = fuse_lanes(self.fusion, self.retrieval, *lists, k=self.rrf_k, weights=self.fusion_weights)
+        kept = kept[: self.keep]
         chunks = self.vector_index.chunks_by_key([key for key, _ in kept])
         return _candidates(kept, chunks, dense, sparse)
 
@@ -104,12 +120,19 @@ class RetrievalPlan:
         return self.fused(dense, sparse)
 
 
+def _ranks(lists: list[list[Ranked]]) -> dict[str, tuple[int, float]]:
+    """Each chunk's rank and score in its lane's list (lanes hold disjoint languages)."""
+    return {h.key: (rank, h.score) for hits in lists for rank, h in enumerate(hits, start=1)}
+
+
 def _candidates(
-    kept: list[tuple[str, float]], chunks: dict[str, Chunk], dense_hits: list[Ranked], bm25_hits: list[Ranked]
+    kept: list[tuple[str, float]],
+    chunks: dict[str, Chunk],
+    dense_hits: list[list[Ranked]],
+    bm25_hits: list[list[Ranked]],
 ) -> list[Candidate]:
     """Candidates in fused order, each with every retriever's own rank and score."""
-    dense = {h.key: (rank, h.score) for rank, h in enumerate(dense_hits, start=1)}
-    sparse = {h.key: (rank, h.score) for rank, h in enumerate(bm25_hits, start=1)}
+    dense, sparse = _ranks(dense_hits), _ranks(bm25_hits)
     missing = [key for key, _ in kept if key not in chunks]
     if missing:  # a point without its payload: the shard is damaged, do not answer from half of it
         raise StoreUnavailable(f"chunks {missing[:3]} were found by search but cannot be read")
@@ -142,7 +165,7 @@ def retrieval_plan(
     rrf_k: int,
     rerank_depth: int,
     fusion_weights: list[float],
-    language_filter: str | None = None,
+    retrieval_lanes: tuple[Lane, ...],
     bm25_analyzer: str = "plain",
 ) -> RetrievalPlan:
     return RetrievalPlan(
@@ -154,7 +177,7 @@ def retrieval_plan(
         bm25_memory=bm25_memory,
         index_version=index_version,
         strategy=strategy,
-        language=language_filter,
+        lanes=retrieval_lanes,
         candidates=max(candidates, top_k),
         keep=max(rerank_depth, top_k) if rerank != "none" else top_k,
         rrf_k=rrf_k,
@@ -163,32 +186,64 @@ def retrieval_plan(
     )
 
 
+@config.when(language_route="question_and_source")
+def retrieval_lanes__question_and_source(
+    guardrail_verdict: Verdict,
+    index_languages: list[str],
+    source_language: str | None = None,
+    language_filter: str | None = None,
+) -> tuple[Lane, ...]:
+    """The question's own language, and the source language by meaning (pipelines/language_lanes.py)."""
+    return lanes("question_and_source", guardrail_verdict.language, index_languages, source_language, language_filter)
+
+
+@config.when(language_route="question")
+def retrieval_lanes__question(
+    guardrail_verdict: Verdict,
+    index_languages: list[str],
+    source_language: str | None = None,
+    language_filter: str | None = None,
+) -> tuple[Lane, ...]:
+    """The question's own language only (the source's when the index does not hold it)."""
+    return lanes("question", guardrail_verdict.language, index_languages, source_language, language_filter)
+
+
+@config.when(language_route="all")
+def retrieval_lanes__all(
+    guardrail_verdict: Verdict, index_languages: list[str], language_filter: str | None = None
+) -> tuple[Lane, ...]:
+    """Every language of the index as one pool."""
+    return lanes("all", guardrail_verdict.language, index_languages, None, language_filter)
+
+
 def query_embedding(question: str, embedder: Embedder) -> np.ndarray:
     """The question embedded with the active index's model (the service checked the fingerprint)."""
     return embedder.embed_query(question)
 
 
-def dense_hits(query_embedding: np.ndarray, retrieval_plan: RetrievalPlan) -> list[Ranked]:
+def dense_hits(query_embedding: np.ndarray, retrieval_plan: RetrievalPlan) -> list[list[Ranked]]:
+    """One ranked list per lane."""
     return retrieval_plan.dense(query_embedding)
 
 
-def bm25_hits(question: str, retrieval_plan: RetrievalPlan) -> list[Ranked]:
+def bm25_hits(question: str, retrieval_plan: RetrievalPlan) -> list[list[Ranked]]:
+    """One ranked list per lane (empty for a lane BM25 does not search)."""
     return retrieval_plan.sparse(question)
 
 
 @config.when(retrieval="hybrid")
 def fused_candidates__hybrid(
-    dense_hits: list[Ranked], bm25_hits: list[Ranked], retrieval_plan: RetrievalPlan
+    dense_hits: list[list[Ranked]], bm25_hits: list[list[Ranked]], retrieval_plan: RetrievalPlan
 ) -> list[Candidate]:
     """Dense and BM25 lists fused (RRF k=60 by default; weighted RRF or DBSF as configured)."""
     return retrieval_plan.fused(dense_hits, bm25_hits)
 
 
 @config.when(retrieval="dense")
-def fused_candidates__dense(dense_hits: list[Ranked], retrieval_plan: RetrievalPlan) -> list[Candidate]:
+def fused_candidates__dense(dense_hits: list[list[Ranked]], retrieval_plan: RetrievalPlan) -> list[Candidate]:
     return retrieval_plan.fused(dense_hits, [])
 
 
 @config.when(retrieval="bm25")
-def fused_candidates__bm25(bm25_hits: list[Ranked], retrieval_plan: RetrievalPlan) -> list[Candidate]:
+def fused_candidates__bm25(bm25_hits: list[list[Ranked]], retrieval_plan: RetrievalPlan) -> list[Candidate]:
     return retrieval_plan.fused([], bm25_hits)

@@ -64,6 +64,7 @@ class Retrieved(BaseModel):
     anchor: str
     heading_path: list[str]
     source_uri: str
+    language: str | None = Field(None, description="The chunk's language (ISO code): which retrieval lane found it.")
     fused_rank: int
     fused_score: float
     dense_rank: int | None

@@ -157,7 +157,12 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
                 fusion_weights=(base.fusion_weights[0], base.fusion_weights[1]),
                 rerank=scorer,
                 rerank_depth=base.rerank_depth,
-                bm25_analyzer=base.bm25_analyzer,
+                # The version's own analyzer and languages: an index reused from an earlier build keeps them.
+                bm25_analyzer=opened.version.chunk_settings.get("bm25_analyzer", "plain"),
+                index_languages=tuple(opened.version.languages),
+                language_route=args.language_route or base.language_route,
+                source_language=base.source_language,
+                language_min_confidence=base.language_min_confidence,
             )
             run = evaluate_retrieval(questions, modes, load_embedder(settings.embedding_model), setup, opened.info)
     except (ValueError, OSError, RuntimeError) as exc:  # RuntimeError: a failed build, reranker or judge
@@ -166,6 +171,8 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
     report = run.report()
     report["index"]["embedding_model"] = settings.embedding_model
     report["index"]["fusion"] = args.fusion or base.fusion
+    report["index"]["bm25_analyzer"] = setup.bm25_analyzer
+    report["index"]["language_route"] = setup.language_route
     _write(args.out, report)
     return 0
 
@@ -204,6 +211,7 @@ def cmd_eval_beir(args: argparse.Namespace) -> int:
                 rerank=scorer,
                 rerank_depth=base.rerank_depth,
                 bm25_analyzer=base.bm25_analyzer,
+                index_languages=("en",),  # evals/beir.py indexes every abstract as English
             )
             info = {**info, "qrels": str(args.qrels or Path(args.data) / "qrels" / "test.tsv"), "fusion": setup.fusion}
             run = evaluate_beir(data, modes, model, index, setup, info)
@@ -326,6 +334,11 @@ def register(commands: Any) -> None:
     retrieval.add_argument("--modes", default="dense,bm25,hybrid,hybrid+rerank")
     retrieval.add_argument(
         "--fusion", help="fusion of the hybrid modes: rrf, weighted_rrf, dbsf (default: RAGLINE_FUSION)"
+    )
+    retrieval.add_argument(
+        "--language-route",
+        choices=["question_and_source", "question", "all"],
+        help="languages each question is searched in, in an index of several (default: RAGLINE_LANGUAGE_ROUTE)",
     )
     retrieval.add_argument("--out", required=True)
     retrieval.set_defaults(func=cmd_eval_retrieval)

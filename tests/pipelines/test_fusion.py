@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import pytest
 
-from pipelines.fusion import distribution_based_score_fusion, fuse, reciprocal_rank_fusion, weighted_rank_fusion
+from pipelines.fusion import (
+    distribution_based_score_fusion,
+    fuse,
+    fuse_lanes,
+    reciprocal_rank_fusion,
+    weighted_rank_fusion,
+)
 
 
 def test_rrf_sums_reciprocal_ranks_with_k() -> None:
@@ -36,3 +42,17 @@ def test_fuse_names_the_valid_methods() -> None:
     with pytest.raises(ValueError, match="valid: rrf, weighted_rrf, dbsf"):
         fuse("borda", [[("a", 1.0)]])
     assert fuse("dbsf", [[("a", 1.0)], []]) == [("a", 0.5)]
+
+
+def test_lanes_take_turns_whatever_retrievers_searched_them() -> None:
+    # The Spanish lane ran both retrievers and they agree; the English lane ran dense search only.
+    spanish_dense = [("es-a", 0.9), ("es-b", 0.8), ("es-c", 0.7)]
+    spanish_bm25 = [("es-a", 12.0), ("es-b", 9.0), ("es-c", 3.0)]
+    english_dense = [("en-a", 0.85), ("en-b", 0.6)]
+    fused = fuse_lanes("rrf", "hybrid", [spanish_dense, english_dense], [spanish_bm25, []])
+    assert [item for item, _ in fused] == ["es-a", "en-a", "es-b", "en-b", "es-c"]
+    # One lane: exactly the fusion of its own lists.
+    assert fuse_lanes("rrf", "hybrid", [spanish_dense], [spanish_bm25]) == fuse("rrf", [spanish_dense, spanish_bm25])
+    assert [i for i, _ in fuse_lanes("dbsf", "bm25", [spanish_dense], [spanish_bm25])] == ["es-a", "es-b", "es-c"]
+    with pytest.raises(ValueError, match="2 dense lists but 1 BM25 lists"):
+        fuse_lanes("rrf", "hybrid", [spanish_dense, english_dense], [spanish_bm25])

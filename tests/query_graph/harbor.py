@@ -47,7 +47,8 @@ class Harbor:
 
 
 @contextmanager
-def harbor_index(root: Path, request: pytest.FixtureRequest) -> Iterator[Harbor]:
+def harbor_index(root: Path, request: pytest.FixtureRequest, pages: dict[str, str] | None = None) -> Iterator[Harbor]:
+    """`pages`: another corpus than the harbor fixture's (document id -> Markdown)."""
     from assets.build import build_index
 
     dsn = os.environ.get("RAGLINE_TEST_POSTGRES_DSN")
@@ -59,7 +60,7 @@ def harbor_index(root: Path, request: pytest.FixtureRequest) -> Iterator[Harbor]
     settings = Settings(
         profile="services",
         home=root / "home",
-        source=write_corpus(root / "corpus"),
+        source=write_corpus(root / "corpus", pages),
         exclude=["notes/**"],
         # One chunk per section: these tests name chunks by their section ("ports", "retention"); the
         # fixture pages are so short that heading_packed would make each page a single chunk.

@@ -1,0 +1,65 @@
+"""Which languages a question is searched in: its retrieval lanes.
+
+An index of translated documentation holds every page once per language. Searched as one pool, a
+question meets all the translations of the page it needs, and pages in other languages crowd its own
+language's out of the top of the list. A lane searches the chunks of one language; fusion interleaves
+the lanes' lists. Routes (the `language_route` variant):
+
+- `all`: one lane over every language (how an index of one language is always searched);
+- `question`: the question's language when the index holds it, else the source language;
+- `question_and_source`: that lane, plus the source language (the one the translations are made
+  from, `source_language`, English by default) searched by meaning only. Translations lag their source
+  and some pages are never translated: the original belongs beside the translation. BM25 does not run
+  in the source lane because words do not match across languages; the multilingual embedder's dense
+  search does.
+
+A pinned `language_filter` (settings) overrides the route: one lane, that language.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass
+
+ROUTES = ("question_and_source", "question", "all")
+
+
+@dataclass(frozen=True)
+class Lane:
+    language: str | None  # chunks of this language only; None: every language
+    lexical: bool  # BM25 runs in this lane (dense search always does)
+    analysis_language: str | None  # the language BM25 analyses the question in (the lane's chunks' own)
+
+    def as_dict(self) -> dict[str, object]:
+        return {"language": self.language, "lexical": self.lexical}
+
+
+def analysis_language(index_languages: Sequence[str], question_language: str | None) -> str | None:
+    """The language to analyse a question in when it is searched across the whole index: the index's
+    only language, else the question's own."""
+    return index_languages[0] if len(index_languages) == 1 else question_language
+
+
+def lanes(
+    route: str,
+    question_language: str | None,
+    index_languages: Sequence[str],
+    source_language: str | None,
+    language_filter: str | None = None,
+) -> tuple[Lane, ...]:
+    if route not in ROUTES:
+        raise ValueError(f"unknown language route {route!r}; known: {list(ROUTES)}")
+    if language_filter:
+        return (Lane(language_filter, True, language_filter),)
+    whole = (Lane(None, True, analysis_language(index_languages, question_language)),)
+    if route == "all" or len(index_languages) <= 1 or question_language is None:  # nothing to route by
+        return whole
+    if question_language in index_languages:
+        own = Lane(question_language, True, question_language)
+    elif source_language in index_languages:  # a language the index does not hold: its source answers
+        return (Lane(source_language, True, source_language),)
+    else:
+        return whole
+    if route == "question_and_source" and source_language in index_languages and source_language != question_language:
+        return (own, Lane(source_language, False, source_language))
+    return (own,)

@@ -1,0 +1,125 @@
+"""Retrieval lanes in an index of translated pages: a question is searched in its own language, and the
+source language (English) joins it by meaning; BM25 analyses each language as its chunks were."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import pytest
+
+from pipelines import bm25
+from pipelines.language_lanes import Lane, lanes
+from tests.query_graph.harbor import Harbor, harbor_index
+
+PAGES = {
+    "en/guide/openapi.md": """# Hiding a route { #hiding }
+
+To exclude a path operation from the generated OpenAPI schema, pass `include_in_schema=False` to the
+route decorator. The route still answers requests; it is only missing from the documentation.
+""",
+    "es/guide/openapi.md": """# Ocultar una ruta { #hiding }
+
+Para excluir una operación de ruta del esquema OpenAPI generado, pasa `include_in_schema=False` al
+decorador de la ruta. La ruta sigue respondiendo peticiones; solo falta en la documentación.
+""",
+    "en/guide/uploads.md": """# Uploads { #uploads }
+
+A failed upload is retried three times by Tidewater, the upload agent, with a growing pause between
+the attempts, then reported to the operator as lost.
+""",
+    "es/guide/ports.md": """# Puertos { #ports }
+
+El servidor escucha en el puerto 8600 de forma predeterminada. Cambia el puerto con la opción
+`--port` al arrancar el servidor.
+""",
+    "es/guide/subidas.md": """# Subidas { #uploads }
+
+Una subida fallida se intenta de nuevo varias veces antes de darla por perdida.
+""",
+    "zh/guide/lifespan.md": """# 生命周期 { #lifespan }
+
+挂载的子应用不会执行主应用的生命周期事件，这些事件只会在主应用上执行。
+""",
+    "zh/guide/reload.md": """# 重新加载 { #reload }
+
+开发时可以使用 --reload 选项，服务器会在代码改变后重新启动。
+""",
+}
+
+SPANISH = "¿Cómo puedo ocultar una ruta del esquema OpenAPI generado por la documentación?"
+
+
+@pytest.fixture(scope="module")
+def babel(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Harbor]:
+    with harbor_index(tmp_path_factory.mktemp("babel"), request, PAGES) as index:
+        yield index
+
+
+def _languages(reply: dict) -> set[str]:  # type: ignore[type-arg]
+    return {r["language"] for r in reply["retrieved"]}
+
+
+def test_routes_choose_the_lanes() -> None:
+    held = ["en", "es", "zh"]
+    assert lanes("question_and_source", "es", held, "en") == (Lane("es", True, "es"), Lane("en", False, "en"))
+    assert lanes("question", "es", held, "en") == (Lane("es", True, "es"),)
+    assert lanes("all", "es", held, "en") == (Lane(None, True, "es"),)
+    # An English question has nothing to add from its own source; a language the index lacks gets the source.
+    assert lanes("question_and_source", "en", held, "en") == (Lane("en", True, "en"),)
+    assert lanes("question_and_source", "fr", held, "en") == (Lane("en", True, "en"),)
+    # Unsure of the language, or one language only: the whole index, analysed in its language when it has one.
+    assert lanes("question_and_source", None, held, "en") == (Lane(None, True, None),)
+    assert lanes("question_and_source", "es", ["en"], "en") == (Lane(None, True, "en"),)
+    # A pinned filter wins over any route.
+    assert lanes("question_and_source", "es", held, "en", language_filter="zh") == (Lane("zh", True, "zh"),)
+    with pytest.raises(ValueError, match="unknown language route 'nearest'"):
+        lanes("nearest", "es", held, "en")
+
+
+def test_snowball_stems_each_language_and_splits_cjk_into_bigrams() -> None:
+    snowball = bm25.analyzer("snowball")
+    english = "The uploads were retried; set retention_days to 16.11.1 in [runners.docker]"
+    assert snowball(english, "en") == bm25.analyze_english_stem(english)  # English indexes are unchanged
+    assert snowball("rutas excluidas", "es") == snowball("ruta excluida", "es") == ["rut", "exclu"]
+    assert snowball("生命周期事件", "zh") == ["生命", "命周", "周期", "期事", "事件"]
+    # Run together, CJK text is one unmatched term to the older analyzers: no term in common.
+    question, page = "子应用会执行生命周期事件吗", "挂载的子应用不会执行主应用的生命周期事件"
+    for name, shared in (("plain", False), ("english_stem", False), ("snowball", True)):
+        analyze = bm25.analyzer(name)
+        assert bool(set(analyze(question, "zh")) & set(analyze(page, "zh"))) is shared, name
+
+
+def test_a_question_is_searched_in_its_language_and_the_source(babel: Harbor) -> None:
+    reply = babel.service().answer(SPANISH)
+    assert reply["guardrail"]["language"] == "es"
+    assert reply["lanes"] == [{"language": "es", "lexical": True}, {"language": "en", "lexical": False}]
+    assert _languages(reply) == {"es", "en"}, reply["retrieved"]
+    documents = [r["document_id"] for r in reply["retrieved"]]
+    # The lanes take turns: the Spanish page first, its English original second.
+    assert documents[:2] == ["es/guide/openapi.md", "en/guide/openapi.md"], documents
+    # Its own language only: no English page; every language as one pool: the Chinese pages come too.
+    own = babel.service().answer(SPANISH, variants={"language_route": "question"})
+    assert _languages(own) == {"es"}
+    pooled = babel.service().answer(SPANISH, variants={"language_route": "all"})
+    assert "zh" in _languages(pooled)
+
+
+def test_bm25_runs_in_the_question_lane_only(babel: Harbor) -> None:
+    reply = babel.service().answer(SPANISH, variants={"retrieval": "bm25"})
+    assert _languages(reply) == {"es"}  # words do not match across languages: no BM25 in the English lane
+    ranked = [r for r in reply["retrieved"] if r["bm25_rank"] is not None]
+    assert ranked and ranked[0]["document_id"] == "es/guide/openapi.md"
+
+
+def test_a_chinese_question_finds_its_page_by_bm25(babel: Harbor) -> None:
+    reply = babel.service().answer("挂载的子应用会执行主应用的生命周期事件吗？", variants={"retrieval": "bm25"})
+    assert reply["guardrail"]["language"] == "zh"
+    assert reply["retrieved"] and reply["retrieved"][0]["document_id"] == "zh/guide/lifespan.md", reply["retrieved"]
+
+
+def test_coverage_knows_a_name_the_source_lane_holds(babel: Harbor) -> None:
+    question = "¿Cuántas veces reintenta Tidewater una subida fallida?"  # the name is on an English page only
+    both = babel.service().answer(question)
+    assert both["coverage"]["covered"] is True, both["coverage"]
+    own = babel.service().answer(question, variants={"language_route": "question"})
+    assert own["status"] == "no_answer" and own["coverage"]["uncovered_names"] == ["Tidewater"], own["coverage"]
