@@ -46,4 +46,6 @@ def install_error_handlers(app: FastAPI) -> None:
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:
         # A bug, not a user error: log it whole, answer in the one error shape without internals.
         log.error("unhandled_error", path=request.url.path, error=repr(exc), exc_info=exc)
-        return JSONResponse(error_body("internal_error", "unexpected server error; see the server log"), status_code=500)
+        return JSONResponse(
+            error_body("internal_error", "unexpected server error; see the server log"), status_code=500
+        )

@@ -225,7 +225,9 @@ def test_neighbour_context_widens_what_the_generator_reads_within_the_budget() -
 def test_a_packed_chunk_links_a_quote_to_its_own_section() -> None:
     from pipelines.chunkers import chunk_heading_packed
 
-    page = doc("# Guide\n\n## Install\n\nRun the *installer* once.\n\n## Ports { #ports }\n\nPort `7420` is the default.\n")
+    page = doc(
+        "# Guide\n\n## Install\n\nRun the *installer* once.\n\n## Ports { #ports }\n\nPort `7420` is the default.\n"
+    )
     (chunk,) = chunk_heading_packed(page, COUNT)
     assert chunk.anchor == "guide" and "## Install" in chunk.text and "## Ports" in chunk.text
     assert chunk.anchor_for("Port 7420 is the default.") == "ports"
