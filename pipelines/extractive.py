@@ -3,12 +3,36 @@
 No language model is involved. A sentence is a candidate when it covers enough of the question's
 content words (weighted by how rare each word is among the candidate sentences); the answer takes
 the best few, in passage order, each followed by the marker of the chunk it came from.
+
+Own sentences first. A chunk may carry a `context_text` (its neighbours on the page, or a
+sentence window's surroundings, or CRAG's strips of either): the retriever matched the chunk by its
+own `text`, and the neighbours are there to be read around it, not because they matched. So the
+answer is taken in two tiers, with no factor to tune:
+
+1. The *own* sentences: those of the text the generator sees that come from the chunk's own `text`
+   (for `sentence_window`, the few sentences it indexes). They are scored among themselves, exactly
+   as if there were no context, so a chunk with a context answers as it would without one whenever
+   its own text answers.
+2. Only when no own sentence of any passage reaches the minimum score are the neighbours' sentences
+   scored as well (every sentence the generator sees, weighted among all of them): the context can
+   then answer what the hits' own texts could not. A sentence that is one hit's own and another's
+   neighbour (two hits from one page) is taken once, at its best score.
+
+The rule is lexicographic rather than a discount: a discount factor would be one more number fitted
+to the golden sets, and any factor lets a neighbour that shares enough question words outrank the
+sentence retrieval actually matched, which is how context lowered "facts present" before.
+
+Either way a sentence cites the chunk whose generation text holds it (a neighbour's sentence cites the
+hit it was read with), so every quote is found in the cited chunk's `generation_text`, which is what
+citation checks and verification compare against. A chunk without a context has only own sentences:
+its answers are unchanged.
 """
 
 from __future__ import annotations
 
 import math
 import re
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -51,6 +75,7 @@ class ScoredSentence:
     rank: int  # rank of its chunk among the candidates, from 1
     position: int
     score: float
+    own: bool = True  # in the chunk's own text, not only in its context
 
 
 def prose_units(text: str) -> list[str]:
@@ -72,25 +97,76 @@ def question_terms(question: str) -> list[str]:
     return [t for t in dict.fromkeys(analyze(question)) if t not in QUESTION_WORDS]
 
 
-def score_sentences(question: str, chunks: Sequence[Chunk]) -> list[ScoredSentence]:
+def marked_units(chunk: Chunk) -> list[tuple[str, bool]]:
+    """The prose units of what the generator sees, each with whether it is the chunk's own.
+
+    Neighbour context holds the chunk's text verbatim: the units inside it are own, those before and
+    after are the neighbours' (even when a neighbour repeats one of the chunk's sentences). Otherwise
+    (CRAG's strips, which join the sentences they keep) a unit is own while the chunk's text still has
+    an unused copy of it, or when it is made only of own units (two strips can merge into one unit)."""
+    units = prose_units(chunk.generation_text)
+    context, text = chunk.context_text, chunk.text
+    if context is None:
+        return [(unit, True) for unit in units]
+    own_units = prose_units(text)
+    at = context.find(text) if text else -1
+    if at >= 0:
+        before, after = prose_units(context[:at]), prose_units(context[at + len(text) :])
+        if before + own_units + after == units:
+            return [(u, False) for u in before] + [(u, True) for u in own_units] + [(u, False) for u in after]
+    unused = Counter(own_units)
+    pieces = sorted(unused, key=len, reverse=True)
+    own_prose = " ".join(own_units)
+
+    def made_of_own(unit: str) -> bool:
+        if unit in own_prose:
+            return True
+        for piece in pieces:
+            unit = unit.replace(piece, " ")
+        return not unit.strip()
+
+    marked = []
+    for unit in units:
+        if unused[unit] > 0:
+            unused[unit] -= 1
+            marked.append((unit, True))
+        else:
+            marked.append((unit, unit not in unused and made_of_own(unit)))
+    return marked
+
+
+def score_sentences(question: str, chunks: Sequence[Chunk], own_only: bool = False) -> list[ScoredSentence]:
+    """Every sentence the generator sees (or, with `own_only`, those of the chunks' own texts), scored
+    by its coverage of the question's terms, each term weighted by its rarity among those sentences."""
     terms = question_terms(question)
     sentences = [
-        (chunk, rank, position, unit, set(analyze(unit)) | set(analyze(" ".join(chunk.heading_path))))
+        (chunk, rank, position, unit, own, set(analyze(unit)) | set(analyze(" ".join(chunk.heading_path))))
         for rank, chunk in enumerate(chunks, start=1)
-        for position, unit in enumerate(prose_units(chunk.generation_text))
+        for position, (unit, own) in enumerate(marked_units(chunk))
+        if own or not own_only
     ]
     if not terms or not sentences:
         return []
     total = len(sentences)
-    weight = {t: math.log(1 + total / (1 + sum(t in s[4] for s in sentences))) for t in terms}
+    weight = {t: math.log(1 + total / (1 + sum(t in s[5] for s in sentences))) for t in terms}
     norm = sum(weight.values()) or 1.0
     scored = []
-    for chunk, rank, position, unit, vocabulary in sentences:
-        own = set(analyze(unit))
+    for chunk, rank, position, unit, own, vocabulary in sentences:
+        words = set(analyze(unit))
         # Words in the sentence count fully; words only in its heading count half.
-        coverage = sum(weight[t] * (1.0 if t in own else 0.5) for t in terms if t in vocabulary) / norm
-        scored.append(ScoredSentence(unit, chunk.chunk_id, rank, position, coverage + 0.05 / rank))
+        coverage = sum(weight[t] * (1.0 if t in words else 0.5) for t in terms if t in vocabulary) / norm
+        scored.append(ScoredSentence(unit, chunk.chunk_id, rank, position, coverage + 0.05 / rank, own))
     return scored
+
+
+def once(scored: list[ScoredSentence]) -> list[ScoredSentence]:
+    """Each sentence text once, at its best score: with context, a page's sentence can be one hit's own
+    and another hit's neighbour."""
+    best: dict[str, ScoredSentence] = {}
+    for s in scored:
+        if s.text not in best or s.score > best[s.text].score:
+            best[s.text] = s
+    return list(best.values())
 
 
 def with_marker(sentence: str, chunk_id: str) -> str:
@@ -104,8 +180,12 @@ def with_marker(sentence: str, chunk_id: str) -> str:
 def extract_answer(
     question: str, chunks: Sequence[Chunk], max_sentences: int = 3, min_score: float = 0.15, passages: int = 5
 ) -> tuple[str, list[ScoredSentence]]:
-    """The cited answer and the sentences it used; an empty answer when nothing covers the question."""
-    scored = [s for s in score_sentences(question, chunks[:passages]) if s.score >= min_score]
+    """The cited answer and the sentences it used; an empty answer when nothing covers the question.
+    The chunks' own sentences come first; their neighbours' only when no own sentence qualifies."""
+    chunks = chunks[:passages]
+    scored = [s for s in score_sentences(question, chunks, own_only=True) if s.score >= min_score]
+    if not scored and any(c.context_text is not None for c in chunks):
+        scored = once([s for s in score_sentences(question, chunks) if s.score >= min_score])
     best = sorted(scored, key=lambda s: -s.score)[:max_sentences]
     if not best:
         return "", []

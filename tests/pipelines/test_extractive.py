@@ -1,0 +1,123 @@
+"""The extractive generator with neighbour context: a hit's own sentences answer before its neighbours'.
+
+Real chunks throughout: a page cleaned and chunked by the real chunkers, token counts from the
+packaged embedding model's tokenizer, neighbour context from `chunk_document(..., context=...)`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from evals.answers import quoted_in, statements
+from pipelines.chunkers import chunk_document
+from pipelines.citations import markers, validate
+from pipelines.cleaners import clean_markdown
+from pipelines.crag import knowledge_strips
+from pipelines.documents import Chunk, Document
+from pipelines.embedders import load_embedder
+from pipelines.extractive import extract_answer, marked_units, score_sentences
+from pipelines.verify import check_citations
+
+COUNT = load_embedder("bge-small-en-v1.5-int8").count_tokens
+
+PAGE = """# Server { #server }
+
+## Timeouts { #timeouts }
+
+A slow request is stopped when the request timeout passes. The default request timeout is thirty seconds.
+
+## Workers { #workers }
+
+The RAGLINE_WORKERS variable sets the number of processes that serve requests.
+
+## Logging { #logging }
+
+Worker processes log how many requests they serve, with the worker number and its memory use.
+"""
+
+OWN = "The RAGLINE_WORKERS variable sets the number of processes that serve requests."
+NEIGHBOUR = "Worker processes log how many requests they serve, with the worker number and its memory use."
+QUESTION = "How many worker processes serve requests?"
+
+
+def page_chunks(context: int, text: str = PAGE) -> list[Chunk]:
+    clean, title = clean_markdown(text)
+    page = Document("en/server.md", "file:///en/server.md", clean, "h", "now", title=title or "Server")
+    return chunk_document(page, "heading", COUNT, context=context)
+
+
+def workers_chunk(context: int, text: str = PAGE) -> Chunk:
+    return next(c for c in page_chunks(context, text) if c.anchor == "workers")
+
+
+def test_the_hits_own_sentence_answers_before_a_neighbour_sharing_more_question_words() -> None:
+    hit = workers_chunk(context=300)
+    assert hit.context_text is not None and NEIGHBOUR in hit.context_text and OWN in hit.text
+    # Scored together (the rule before own-first), the neighbour's sentence wins: it has every question word.
+    together = sorted(score_sentences(QUESTION, [hit]), key=lambda s: -s.score)
+    assert together[0].text == NEIGHBOUR and not together[0].own
+
+    answer, used = extract_answer(QUESTION, [hit])
+
+    assert [s.text for s in used] == [OWN] and all(s.own for s in used)
+    assert "RAGLINE_WORKERS" in answer and "memory" not in answer
+    assert markers(answer) == [hit.chunk_id]
+    released, dropped = validate(answer, [hit.chunk_id])
+    assert released and not dropped
+    # Every released sentence is found in (and supported by) the text the generator saw for the cited chunk.
+    assert all(quoted_in(s.text, [hit.generation_text]) for s in statements(answer))
+    assert all(
+        c.supported
+        for s in statements(answer)
+        for c in check_citations(s.text, [(hit.chunk_id, hit.generation_text)], 0.6)
+    )
+
+
+def test_with_context_the_answer_is_the_one_without_it_when_the_own_text_answers() -> None:
+    hit = workers_chunk(context=300)
+    alone = workers_chunk(context=0)
+    assert alone.context_text is None and alone.chunk_id == hit.chunk_id
+    (wide, wide_used), (narrow, narrow_used) = extract_answer(QUESTION, [hit]), extract_answer(QUESTION, [alone])
+    assert wide == narrow
+    assert [(s.text, s.score) for s in wide_used] == [(s.text, s.score) for s in narrow_used]
+
+
+def test_a_neighbour_repeating_an_own_sentence_does_not_make_it_own_twice() -> None:
+    page = PAGE + "\n## Recap { #recap }\n\n" + OWN + "\n"
+    hit, alone = workers_chunk(context=300, text=page), workers_chunk(context=0, text=page)
+    assert hit.context_text is not None and hit.context_text.count(OWN) == 2
+    assert [unit for unit, own in marked_units(hit) if own] == [unit for unit, _ in marked_units(alone)]
+    (wide, wide_used), (narrow, narrow_used) = extract_answer(QUESTION, [hit]), extract_answer(QUESTION, [alone])
+    assert wide == narrow and wide.count("RAGLINE_WORKERS") == 1
+    assert [(s.text, s.score) for s in wide_used] == [(s.text, s.score) for s in narrow_used]
+
+
+def test_the_neighbours_answer_when_no_own_sentence_does() -> None:
+    hit = workers_chunk(context=300)
+    question = "What is the default request timeout?"
+    assert extract_answer(question, [workers_chunk(context=0)])[0] == ""  # the hit alone cannot answer
+
+    answer, used = extract_answer(question, [hit])
+
+    assert "thirty seconds" in answer and used and not any(s.own for s in used)
+    assert set(markers(answer)) == {hit.chunk_id}  # a neighbour's sentence cites the hit it was read with
+    assert all(quoted_in(s.text, [hit.generation_text]) for s in statements(answer))
+
+
+def test_a_sentence_that_is_one_hits_own_and_anothers_neighbour_is_said_once() -> None:
+    chunks = page_chunks(context=300)
+    timeouts = next(c for c in chunks if c.anchor == "timeouts")
+    hit = workers_chunk(context=300)
+    question = "What is the default request timeout?"
+    answer, used = extract_answer(question, [hit, timeouts])
+    assert "thirty seconds" in answer
+    # Own-first: the sentence is the timeouts chunk's own, so it cites that chunk, once.
+    assert len(used) == len({s.text for s in used}) and all(s.chunk_id == timeouts.chunk_id for s in used)
+
+
+def test_crag_strips_of_a_chunk_without_neighbours_are_all_its_own() -> None:
+    alone = workers_chunk(context=0)
+    stripped = replace(alone, context_text=knowledge_strips(QUESTION, alone.generation_text))
+    assert stripped.context_text is not None and stripped.context_text != alone.text
+    assert marked_units(stripped) and all(own for _, own in marked_units(stripped))
+    assert extract_answer(QUESTION, [stripped])[0] == extract_answer(QUESTION, [alone])[0]
