@@ -55,7 +55,12 @@ class Settings(BaseSettings):
         ),
     )
     chunk_context_tokens: int = Field(
-        0, ge=0, description="Tokens of a chunk plus its neighbours that the generator reads (0: the chunk alone)."
+        700,
+        ge=0,
+        description=(
+            "Tokens of a chunk plus its neighbours that the generator reads (0: the chunk alone); the extractive "
+            "generator answers from the chunk's own sentences first and from the neighbours only when none qualifies."
+        ),
     )
 
     # Ingestion graph (issue 3): strategies built, checks, retention, schedule.
