@@ -11,15 +11,16 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 
 from pipelines import bm25, fusion
-from pipelines.documents import Chunk
+from pipelines.documents import Chunk, chunk_key
 from pipelines.guardrails import detect_question_language
-from pipelines.language_lanes import Lane, lanes
+from pipelines.language_lanes import Lane, fuse_lanes, lanes
 from pipelines.ports import Hit, VectorIndex
+from pipelines.translations import Originals, OriginalsCache
 
 MODES = ("dense", "bm25", "hybrid", "hybrid+rerank")
 
@@ -42,6 +43,13 @@ class SearchSetup:
     language_route: str = "question_and_source"
     source_language: str | None = "en"
     language_min_confidence: float = 0.5  # below it the question's language counts as unknown (as the gate's)
+
+    originals: OriginalsCache = field(default_factory=OriginalsCache)
+
+    def originals_for(self, lanes: Sequence[Lane]) -> Originals | None:
+        """The translation table, when a lane lists originals (read from the index once)."""
+        source = next((lane.language for lane in lanes if lane.originals and lane.language), None)
+        return None if source is None else self.originals.table("eval", self.index, self.strategy, source)
 
     def lanes(self, question: str) -> tuple[Lane, ...]:
         language = None
@@ -68,11 +76,12 @@ def check_modes(modes: Sequence[str], setup: SearchSetup) -> None:
 
 
 def _search(mode: str, question: str, question_vector: np.ndarray, setup: SearchSetup, depth: int) -> list[Chunk]:
-    """The mode's lists in every lane of the question, fused."""
+    """The mode's lists in every lane of the question, fused as the query graph fuses them."""
     width = max(setup.candidates, depth)
+    lanes = setup.lanes(question)
     dense: list[list[Hit]] = []
     sparse: list[list[Hit]] = []
-    for lane in setup.lanes(question):
+    for lane in lanes:
         meaning = mode != "bm25"
         dense.append(setup.index.dense_search(question_vector, width, setup.strategy, lane.language) if meaning else [])
         lexical = mode != "dense" and lane.lexical
@@ -80,11 +89,15 @@ def _search(mode: str, question: str, question_vector: np.ndarray, setup: Search
         sparse.append(setup.index.sparse_search(vector, width, setup.strategy, lane.language) if vector else [])
     if mode != "hybrid" and len(dense) == 1:  # one list: its own order, whatever the fusion method
         return [h.chunk for h in (dense if mode == "dense" else sparse)[0][:depth]]
-    chunks = {h.chunk.chunk_id: h.chunk for hits in [*dense, *sparse] for h in hits}
-    lists = [[[(h.chunk.chunk_id, h.score) for h in hits] for hits in lanes] for lanes in (dense, sparse)]
+    chunks = {chunk_key(h.chunk.chunk_id): h.chunk for hits in [*dense, *sparse] for h in hits}
+    lists = [[[(chunk_key(h.chunk.chunk_id), h.score) for h in hits] for hits in lanes] for lanes in (dense, sparse)]
     weights = setup.fusion_weights or (1.0, 1.0)
-    fused = fusion.fuse_lanes(setup.fusion, mode, *lists, k=setup.rrf_k, weights=weights)
-    return [chunks[cid] for cid, _ in fused[:depth]]
+    originals = setup.originals_for(lanes)
+    fused = fuse_lanes(lanes, *lists, setup.fusion, mode, setup.rrf_k, weights, originals)[:depth]
+    missing = [key for key, _ in fused if key not in chunks]  # originals no search of this question found
+    if missing:
+        chunks.update(setup.index.chunks_by_key(missing))
+    return [chunks[key] for key, _ in fused]
 
 
 def run_mode(mode: str, question: str, question_vector: np.ndarray, setup: SearchSetup, limit: int) -> ModeResult:

@@ -71,30 +71,27 @@ def fuse(
 RETRIEVER_LISTS = {"hybrid": (0, 1), "dense": (0,), "bm25": (1,)}  # which of (dense, BM25) a retrieval fuses
 
 
-def fuse_lanes(
+def fuse_lane(
     method: str,
     retrieval: str,
-    dense: Sequence[Ranked],
-    sparse: Sequence[Ranked],
+    dense: Ranked,
+    sparse: Ranked,
     k: int = 60,
     weights: Sequence[float] = (1.0, 1.0),
 ) -> list[tuple[str, float]]:
-    """Fuse one dense and one BM25 list per retrieval lane (pipelines/language_lanes.py): each lane's
-    lists with `method` (`retrieval` picks them: hybrid, dense or bm25), then the lanes' fused lists by
-    RRF, so the lanes take turns at the top (a lane's first, the next lane's first, ...). Fusing all
-    lists at once would rank a lane searched by both retrievers far above one searched by meaning only."""
-    if len(dense) != len(sparse):
-        raise ValueError(f"{len(dense)} dense lists but {len(sparse)} BM25 lists: one of each per lane")
+    """One retrieval lane's (pipelines/language_lanes.py) dense and BM25 lists fused with `method`;
+    `retrieval` picks the lists (hybrid: both, dense or bm25: one)."""
     kinds = RETRIEVER_LISTS[retrieval]
-    lanes = [
-        fuse(
-            method, [pair[kind] for kind in kinds], k, [weights[kind] if kind < len(weights) else 1.0 for kind in kinds]
-        )
-        for pair in zip(dense, sparse, strict=True)
-    ]
+    lists = [(dense, sparse)[kind] for kind in kinds]
+    return fuse(method, lists, k, [weights[kind] if kind < len(weights) else 1.0 for kind in kinds])
+
+
+def interleave_lanes(lanes: Sequence[Ranked], k: int = 60) -> list[tuple[str, float]]:
+    """The lanes' fused lists by RRF, so the lanes take turns at the top (a lane's first, the next lane's
+    first, ...); a tie goes to the earlier lane, the question's own. Fusing every lane's dense and BM25
+    lists at once instead would rank a lane searched by both retrievers far above one searched by one."""
     if len(lanes) == 1:
-        return lanes[0]
-    # RRF across the lanes; a tie (the same rank in two lanes) goes to the earlier lane, the question's own.
+        return list(lanes[0])
     scores: dict[str, float] = {}
     first_seen: dict[str, tuple[int, int]] = {}
     for number, lane in enumerate(lanes):

@@ -8,10 +8,13 @@ the lanes' lists. Routes (the `language_route` variant):
 - `all`: one lane over every language (how an index of one language is always searched);
 - `question`: the question's language when the index holds it, else the source language;
 - `question_and_source`: that lane, plus the source language (the one the translations are made
-  from, `source_language`, English by default) searched by meaning only. Translations lag their source
-  and some pages are never translated: the original belongs beside the translation. BM25 does not run
-  in the source lane because words do not match across languages; the multilingual embedder's dense
-  search does.
+  from, `source_language`, English by default). Translations lag their source and some pages are never
+  translated: the original belongs beside the translation. The source lane lists first the originals
+  of the question lane's hits, in their order (pipelines/translations.py: same path in the source
+  language's folder, same section anchor), then the source language's own dense hits for pages that
+  were never translated. BM25 does not run there: words do not match across languages. Dense search
+  alone was measured as that lane first, and a cross-lingual question's top English hits were
+  release-note chunks that mention every feature by name (evals/RESULTS.md).
 
 A pinned `language_filter` (settings) overrides the route: one lane, that language.
 """
@@ -21,6 +24,9 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pipelines.fusion import Ranked, fuse_lane, interleave_lanes
+from pipelines.translations import Originals
+
 ROUTES = ("question_and_source", "question", "all")
 
 
@@ -29,9 +35,10 @@ class Lane:
     language: str | None  # chunks of this language only; None: every language
     lexical: bool  # BM25 runs in this lane (dense search always does)
     analysis_language: str | None  # the language BM25 analyses the question in (the lane's chunks' own)
+    originals: bool = False  # the lane lists the originals of the first lane's hits before its own hits
 
     def as_dict(self) -> dict[str, object]:
-        return {"language": self.language, "lexical": self.lexical}
+        return {"language": self.language, "lexical": self.lexical, "originals": self.originals}
 
 
 def analysis_language(index_languages: Sequence[str], question_language: str | None) -> str | None:
@@ -61,5 +68,27 @@ def lanes(
     else:
         return whole
     if route == "question_and_source" and source_language in index_languages and source_language != question_language:
-        return (own, Lane(source_language, False, source_language))
+        return (own, Lane(source_language, False, source_language, originals=True))
     return (own,)
+
+
+def fuse_lanes(
+    lanes: Sequence[Lane],
+    dense: Sequence[Ranked],
+    sparse: Sequence[Ranked],
+    method: str,
+    retrieval: str,
+    k: int = 60,
+    weights: Sequence[float] = (1.0, 1.0),
+    originals: Originals | None = None,
+) -> list[tuple[str, float]]:
+    """One dense and one BM25 list per lane (items are chunk keys) -> the fused list: each lane's lists
+    fused with `method`, the originals of the first lane's hits put at the head of a lane that lists
+    originals, then the lanes interleaved."""
+    if not len(lanes) == len(dense) == len(sparse):
+        raise ValueError(f"{len(lanes)} lanes need as many dense and BM25 lists, not {len(dense)} and {len(sparse)}")
+    fused = [fuse_lane(method, retrieval, d, s, k, weights) for d, s in zip(dense, sparse, strict=True)]
+    for number, lane in enumerate(lanes):
+        if lane.originals and originals is not None:
+            fused[number] = originals.lead(fused[0], fused[number])
+    return interleave_lanes(fused, k)

@@ -17,6 +17,7 @@ from pipelines.llm_harness import GenerationUnavailable, LLMHarness, Provider
 from pipelines.ports import StoreUnavailable
 from pipelines.rerank import CrossEncoderReranker, RerankUnavailable
 from pipelines.settings import Settings
+from pipelines.translations import OriginalsCache
 from query_graph.driver import DriverCache
 from query_graph.variants import VARIANTS, UnknownVariant, default_variants, resolve_variants
 from query_graph.verification import VerificationUnavailable
@@ -28,6 +29,7 @@ class BackHalf:
         self.defaults = default_variants(settings)
         self.drivers = DriverCache()
         self.bm25_memory = MemoryBM25Cache()
+        self.originals = OriginalsCache()
         self._reranker: CrossEncoderReranker | None = None
         self._harness: LLMHarness | None = None
         self._lock = threading.Lock()
@@ -75,6 +77,7 @@ class BackHalf:
         s = self.settings
         inputs: dict[str, Any] = {
             "bm25_memory": self.bm25_memory,
+            "originals_cache": self.originals,
             "rerank_depth": s.rerank_depth,
             "fusion_weights": list(s.fusion_weights),
             "language_filter": s.language_filter,

@@ -20,10 +20,10 @@ from hamilton.function_modifiers import config
 from pipelines import bm25
 from pipelines.bm25_memory import MemoryBM25Cache
 from pipelines.documents import Chunk, chunk_key
-from pipelines.fusion import fuse_lanes
 from pipelines.guardrails import Verdict
-from pipelines.language_lanes import Lane, lanes
+from pipelines.language_lanes import Lane, fuse_lanes, lanes
 from pipelines.ports import Embedder, Ranked, StoreUnavailable, VectorIndex
+from pipelines.translations import Originals, OriginalsCache
 
 
 @dataclass(frozen=True)
@@ -80,6 +80,7 @@ class RetrievalPlan:
     rrf_k: int
     fusion_weights: tuple[float, ...]
     bm25_analyzer: str = "plain"  # the active index version's, so questions are analysed as its chunks were
+    originals: Originals | None = None  # translated chunk -> its original, when a lane lists originals
 
     def dense(self, embedding: np.ndarray) -> list[list[Ranked]]:
         return [
@@ -101,13 +102,15 @@ class RetrievalPlan:
         return self.vector_index.sparse_ranked(vector, self.candidates, self.strategy, lane.language)
 
     def fused(self, dense: list[list[Ranked]], sparse: list[list[Ranked]]) -> list[Candidate]:
-        """Fuse the chosen lists of every lane, then read only the kept chunks' payloads (one store call).
-        Weighted RRF weighs each lane's dense and BM25 lists by the dense and BM25 weights."""
+        """Fuse each lane's chosen lists, put the originals of the question lane's hits at the head of
+        the source lane, interleave the lanes, then read only the kept chunks' payloads (one store call)."""
         dense = dense or [[] for _ in self.lanes]
         sparse = sparse or [[] for _ in self.lanes]
-        lists = [[[(h.key, h.score) for h in hits] for hits in lanes] for lanes in (dense, sparse)]
-        kept = fuse_lanes(self.fusion, self.retrieval, *lists, k=self.rrf_k, weights=self.fusion_weights)
-        kept = kept[: self.keep]
+        lists = [[_pairs(hits) for hits in lanes] for lanes in (dense, sparse)]
+        fused = fuse_lanes(
+            self.lanes, *lists, self.fusion, self.retrieval, self.rrf_k, self.fusion_weights, self.originals
+        )
+        kept = fused[: self.keep]
         chunks = self.vector_index.chunks_by_key([key for key, _ in kept])
         return _candidates(kept, chunks, dense, sparse)
 
@@ -118,6 +121,10 @@ class RetrievalPlan:
         dense = self.dense(self.embedder.embed_query(question)) if self.retrieval != "bm25" else []
         sparse = self.sparse(question) if self.retrieval != "dense" else []
         return self.fused(dense, sparse)
+
+
+def _pairs(hits: list[Ranked]) -> list[tuple[str, float]]:
+    return [(h.key, h.score) for h in hits]
 
 
 def _ranks(lists: list[list[Ranked]]) -> dict[str, tuple[int, float]]:
@@ -166,8 +173,13 @@ def retrieval_plan(
     rerank_depth: int,
     fusion_weights: list[float],
     retrieval_lanes: tuple[Lane, ...],
+    originals_cache: OriginalsCache,
     bm25_analyzer: str = "plain",
 ) -> RetrievalPlan:
+    originals = None
+    for lane in retrieval_lanes:  # the table is read once per index version, and only for a multilingual index
+        if lane.originals and lane.language is not None:
+            originals = originals_cache.table(index_version, vector_index, strategy, lane.language)
     return RetrievalPlan(
         retrieval=retrieval,
         bm25_engine=bm25_engine,
@@ -183,6 +195,7 @@ def retrieval_plan(
         rrf_k=rrf_k,
         fusion_weights=tuple(fusion_weights),
         bm25_analyzer=bm25_analyzer,
+        originals=originals,
     )
 
 

@@ -7,7 +7,8 @@ import pytest
 from pipelines.fusion import (
     distribution_based_score_fusion,
     fuse,
-    fuse_lanes,
+    fuse_lane,
+    interleave_lanes,
     reciprocal_rank_fusion,
     weighted_rank_fusion,
 )
@@ -49,10 +50,9 @@ def test_lanes_take_turns_whatever_retrievers_searched_them() -> None:
     spanish_dense = [("es-a", 0.9), ("es-b", 0.8), ("es-c", 0.7)]
     spanish_bm25 = [("es-a", 12.0), ("es-b", 9.0), ("es-c", 3.0)]
     english_dense = [("en-a", 0.85), ("en-b", 0.6)]
-    fused = fuse_lanes("rrf", "hybrid", [spanish_dense, english_dense], [spanish_bm25, []])
-    assert [item for item, _ in fused] == ["es-a", "en-a", "es-b", "en-b", "es-c"]
-    # One lane: exactly the fusion of its own lists.
-    assert fuse_lanes("rrf", "hybrid", [spanish_dense], [spanish_bm25]) == fuse("rrf", [spanish_dense, spanish_bm25])
-    assert [i for i, _ in fuse_lanes("dbsf", "bm25", [spanish_dense], [spanish_bm25])] == ["es-a", "es-b", "es-c"]
-    with pytest.raises(ValueError, match="2 dense lists but 1 BM25 lists"):
-        fuse_lanes("rrf", "hybrid", [spanish_dense, english_dense], [spanish_bm25])
+    spanish = fuse_lane("rrf", "hybrid", spanish_dense, spanish_bm25)
+    english = fuse_lane("rrf", "hybrid", english_dense, [])
+    assert spanish == fuse("rrf", [spanish_dense, spanish_bm25])
+    assert [item for item, _ in interleave_lanes([spanish, english])] == ["es-a", "en-a", "es-b", "en-b", "es-c"]
+    assert interleave_lanes([spanish]) == spanish  # one lane: its own fused list
+    assert [i for i, _ in fuse_lane("dbsf", "bm25", spanish_dense, spanish_bm25)] == ["es-a", "es-b", "es-c"]

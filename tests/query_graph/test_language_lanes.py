@@ -8,7 +8,9 @@ from collections.abc import Iterator
 import pytest
 
 from pipelines import bm25
+from pipelines.documents import Chunk, chunk_key
 from pipelines.language_lanes import Lane, lanes
+from pipelines.translations import Originals, original_document
 from tests.query_graph.harbor import Harbor, harbor_index
 
 PAGES = {
@@ -61,7 +63,8 @@ def _languages(reply: dict) -> set[str]:  # type: ignore[type-arg]
 
 def test_routes_choose_the_lanes() -> None:
     held = ["en", "es", "zh"]
-    assert lanes("question_and_source", "es", held, "en") == (Lane("es", True, "es"), Lane("en", False, "en"))
+    source = Lane("en", False, "en", originals=True)
+    assert lanes("question_and_source", "es", held, "en") == (Lane("es", True, "es"), source)
     assert lanes("question", "es", held, "en") == (Lane("es", True, "es"),)
     assert lanes("all", "es", held, "en") == (Lane(None, True, "es"),)
     # An English question has nothing to add from its own source; a language the index lacks gets the source.
@@ -74,6 +77,45 @@ def test_routes_choose_the_lanes() -> None:
     assert lanes("question_and_source", "es", held, "en", language_filter="zh") == (Lane("zh", True, "zh"),)
     with pytest.raises(ValueError, match="unknown language route 'nearest'"):
         lanes("nearest", "es", held, "en")
+
+
+def _chunk(document_id: str, anchor: str, language: str, position: int = 0, sections: list | None = None) -> Chunk:  # type: ignore[type-arg]
+    extra = {"sections": sections} if sections else {}
+    return Chunk(
+        chunk_id=f"{document_id}#{position}",
+        document_id=document_id,
+        title="t",
+        heading_path=[],
+        anchor=anchor,
+        source_uri=document_id,
+        strategy="heading_packed",
+        language=language,
+        position=position,
+        text="text",
+        extra=extra,
+    )
+
+
+def test_a_translated_chunk_links_to_the_original_section() -> None:
+    assert original_document("es/advanced/events.md", "en") == "en/advanced/events.md"
+    assert original_document("runner/pt-BR/install.md", "en") == "runner/en/install.md"
+    assert original_document("en/advanced/events.md", "en") is None
+    assert original_document("guide/install.md", "en") is None
+    english = [
+        _chunk("en/a.md", "intro", "en", 0, [[0, "intro"], [40, "hiding"]]),  # packed: two sections
+        _chunk("en/a.md", "ports", "en", 1),
+    ]
+    spanish = [
+        _chunk("es/a.md", "hiding", "es", 0),  # packed differently from the original
+        _chunk("es/a.md", "ports", "es", 1),
+        _chunk("es/a.md", "only-in-spanish", "es", 2),
+        _chunk("es/b.md", "hiding", "es", 0),  # a page with no original
+    ]
+    table = Originals([*english, *spanish], "en")
+    key = [chunk_key(c.chunk_id) for c in [*english, *spanish]]
+    assert [table.of(k) for k in key[2:]] == [key[0], key[1], None, None]
+    hits = [(key[3], 0.9), (key[4], 0.8), (key[2], 0.7)]
+    assert table.lead(hits, [(key[0], 0.5)]) == [(key[1], 0.9), (key[0], 0.7)]
 
 
 def test_snowball_stems_each_language_and_splits_cjk_into_bigrams() -> None:
@@ -92,11 +134,15 @@ def test_snowball_stems_each_language_and_splits_cjk_into_bigrams() -> None:
 def test_a_question_is_searched_in_its_language_and_the_source(babel: Harbor) -> None:
     reply = babel.service().answer(SPANISH)
     assert reply["guardrail"]["language"] == "es"
-    assert reply["lanes"] == [{"language": "es", "lexical": True}, {"language": "en", "lexical": False}]
+    assert reply["lanes"] == [
+        {"language": "es", "lexical": True, "originals": False},
+        {"language": "en", "lexical": False, "originals": True},
+    ]
     assert _languages(reply) == {"es", "en"}, reply["retrieved"]
     documents = [r["document_id"] for r in reply["retrieved"]]
-    # The lanes take turns: the Spanish page first, its English original second.
+    # The lanes take turns: the Spanish page first, the original it was translated from second.
     assert documents[:2] == ["es/guide/openapi.md", "en/guide/openapi.md"], documents
+    assert reply["retrieved"][1]["anchor"] == reply["retrieved"][0]["anchor"] == "hiding"
     # Its own language only: no English page; every language as one pool: the Chinese pages come too.
     own = babel.service().answer(SPANISH, variants={"language_route": "question"})
     assert _languages(own) == {"es"}
@@ -106,7 +152,11 @@ def test_a_question_is_searched_in_its_language_and_the_source(babel: Harbor) ->
 
 def test_bm25_runs_in_the_question_lane_only(babel: Harbor) -> None:
     reply = babel.service().answer(SPANISH, variants={"retrieval": "bm25"})
-    assert _languages(reply) == {"es"}  # words do not match across languages: no BM25 in the English lane
+    # Words do not match across languages: no BM25 in the English lane, whose only chunks are the
+    # originals of the Spanish hits.
+    english = [r for r in reply["retrieved"] if r["language"] == "en"]
+    assert english and all(r["bm25_rank"] is None and r["dense_rank"] is None for r in english), english
+    assert {r["document_id"] for r in english} <= {"en/guide/openapi.md", "en/guide/uploads.md"}
     ranked = [r for r in reply["retrieved"] if r["bm25_rank"] is not None]
     assert ranked and ranked[0]["document_id"] == "es/guide/openapi.md"
 
