@@ -26,6 +26,7 @@ run: install
 test: install
 	bash scripts/system-deps.sh
 	$(VENV)/bin/ruff check .
+	$(VENV)/bin/ruff format --check .
 	HF_HUB_OFFLINE=1 $(PY) -m pytest
 
 lint: install
