@@ -130,6 +130,8 @@ def build_index(
         if active is not None and active.version == version
         else None
     )
+    if fresh is not None:  # the rebuild's checks stay off the serving row until it goes live
+        stores.registry.begin_rebuild(version)
     env = IngestionEnv(settings, request, stores, prefetched=documents, progress=progress, location=fresh)
     folder = settings.dagster_dir / "io" / version
     resources = {"ragline": env, "io_manager": PickleFolderIOManager(base_dir=str(folder))}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import psycopg
@@ -39,6 +39,14 @@ class IndexVersion:
     timings: dict[str, float] = field(default_factory=dict)
     created_at: dt.datetime | None = None
     activated_at: dt.datetime | None = None
+
+    def as_rebuilt(self) -> IndexVersion:
+        """This row as its forced rebuild sees itself: the rebuild's checks and timings over the row's."""
+        return replace(
+            self,
+            checks={**{k: v for k, v in self.checks.items() if k != REBUILD}, **self.checks.get(REBUILD, {})},
+            timings={**{k: v for k, v in self.timings.items() if k != REBUILD}, **self.timings.get(REBUILD, {})},
+        )
 
     def summary(self) -> dict[str, Any]:
         return {
@@ -77,6 +85,14 @@ _COLUMNS = [
     "timings",
 ]
 _JSON = {"embedding", "chunk_settings", "checks", "timings"}
+REBUILD = "rebuild"  # key of a forced rebuild's checks and timings on the row it will replace
+# Merge a JSON object into a row's column, or into its `rebuild` object while a forced rebuild runs.
+_MERGE = (
+    "CASE WHEN {column} ? 'rebuild' THEN jsonb_set({column}, '{{rebuild}}', ({column} -> 'rebuild') || %s) "
+    "ELSE {column} || %s END"
+)
+# Activation of a rebuild: its checks and timings replace the ones they were kept apart from.
+_PROMOTE = "({column} - 'rebuild') || coalesce({column} -> 'rebuild', '{{}}'::jsonb)"
 
 
 class Registry:
@@ -165,12 +181,25 @@ class Registry:
             conn.execute(f"UPDATE {self.schema}.index_versions SET {assigns} WHERE version = %s", [*values, version])
 
     def merge(self, version: str, checks: dict[str, Any] | None = None, timings: dict[str, Any] | None = None) -> None:
-        """Add check results and timings to a version's row, keeping what other steps recorded."""
+        """Add check results and timings to a version's row, keeping what other steps recorded. While a
+        forced rebuild of the version runs (`begin_rebuild`), they go under the row's `rebuild` key
+        instead: the row describes the index that is serving until activation switches to the rebuild."""
         with self._connect() as conn:
             conn.execute(
-                f"UPDATE {self.schema}.index_versions SET checks = checks || %s, timings = timings || %s "
+                f"UPDATE {self.schema}.index_versions SET "
+                f"checks = {_MERGE.format(column='checks')}, timings = {_MERGE.format(column='timings')} "
                 "WHERE version = %s",
-                (Jsonb(checks or {}), Jsonb(timings or {}), version),
+                (Jsonb(checks or {}), Jsonb(checks or {}), Jsonb(timings or {}), Jsonb(timings or {}), version),
+            )
+
+    def begin_rebuild(self, version: str) -> None:
+        """A forced rebuild of this (active) version starts: its checks and timings are kept apart, under
+        `rebuild`, until activation promotes them (a failed rebuild leaves them there, for the operator)."""
+        with self._connect() as conn:
+            conn.execute(
+                f"UPDATE {self.schema}.index_versions SET checks = (checks - 'rebuild') || %s, "
+                "timings = (timings - 'rebuild') || %s WHERE version = %s",
+                (Jsonb({REBUILD: {}}), Jsonb({REBUILD: {}}), version),
             )
 
     def beyond_retention(self, keep: int) -> list[IndexVersion]:
@@ -212,7 +241,7 @@ class Registry:
             raise ValueError(f"cannot set {sorted(unknown)} on activation")
         with self._connect() as conn:
             row = conn.execute(
-                f"SELECT state FROM {self.schema}.index_versions WHERE version = %s FOR UPDATE", (version,)
+                f"SELECT state, location FROM {self.schema}.index_versions WHERE version = %s FOR UPDATE", (version,)
             ).fetchone()
             if row is None:
                 raise KeyError(f"no index version {version!r}")
@@ -225,9 +254,12 @@ class Registry:
                 f"UPDATE {self.schema}.index_versions SET state = 'retired' WHERE state = 'active' AND version <> %s",
                 (version,),
             )
-            if "location" in fields:
-                self._supersede(conn, version, fields["location"])
             assigns = "".join(f", {k} = %s" for k in fields)
+            if "location" in fields and fields["location"] != row["location"]:  # a forced rebuild goes live
+                self._supersede(conn, version, fields["location"])
+                assigns += (
+                    f", checks = {_PROMOTE.format(column='checks')}, timings = {_PROMOTE.format(column='timings')}"
+                )
             values = [Jsonb(v) if k in _JSON else v for k, v in fields.items()]
             conn.execute(
                 f"UPDATE {self.schema}.index_versions SET state = 'active', activated_at = now(){assigns} "

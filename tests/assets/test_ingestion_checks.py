@@ -91,3 +91,31 @@ def test_blocking_checks_refuse_activation(
     assert stores.registry.active().version == built.version  # type: ignore[union-attr]
     states = sorted(v.state for v in stores.registry.versions())
     assert states == ["active", "failed"]  # the same content version failed twice, one row
+
+
+def test_a_failed_forced_rebuild_leaves_the_serving_row_alone(
+    settings: Settings, stores: Stores, built, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    """A forced rebuild of the active version writes a fresh shard; until activation switches to it, its
+    checks and timings are kept under the row's `rebuild` key. One that passes goes live with its own
+    results; one that fails a check leaves the row describing the serving index as it was."""
+    first = stores.registry.active()
+    assert first is not None and first.version == built.version
+    lenient = settings.model_copy(update={"golden_file": golden_file(tmp_path)})
+    forced = build_index(lenient, stores, BuildRequest.from_settings(lenient), force=True)
+    live = stores.registry.active()
+    assert live is not None and live.version == first.version and live.location == forced.summary["location"]
+    assert live.location != first.location and "rebuild" not in live.checks and "rebuild" not in live.timings
+    assert live.checks["retrieval_smoke"]["passed"] is True and live.checks["retrieval_smoke"]["evidence@5"] > 0
+    # A rebuild must not score below what the live version recorded: here it would have to beat it by 50 points.
+    strict = settings.model_copy(update={"golden_file": golden_file(tmp_path), "smoke_margin": -0.5})
+    with pytest.raises(BuildFailed, match="retrieval_smoke"):
+        build_index(strict, stores, BuildRequest.from_settings(strict), force=True)
+    after = stores.registry.active()
+    assert after is not None and after.version == live.version and after.location == live.location
+    assert {k: v for k, v in after.checks.items() if k != "rebuild"} == live.checks
+    assert {k: v for k, v in after.timings.items() if k != "rebuild"} == live.timings
+    failed = after.checks["rebuild"]["retrieval_smoke"]
+    assert failed["passed"] is False and failed["active_evidence@5"] == live.checks["retrieval_smoke"]["evidence@5"]
+    assert after.checks["rebuild"]["point_count_equals_chunks"]["passed"] is True
+    assert "write_seconds" in after.timings["rebuild"]
