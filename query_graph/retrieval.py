@@ -6,8 +6,9 @@ weighted_rrf | dbsf, `language_route` = question_and_source | question | all (th
 pipelines/language_lanes.py). The same choices are bundled into a `RetrievalPlan`, so CRAG can run the
 whole retrieval again for a rewritten query without a second graph.
 
-Each retriever returns one list per lane (a single lane for an index of one language); fusion takes
-every lane's lists at once, so the lanes interleave.
+Each retriever returns one list per lane (a single lane for an index of one language); each lane's lists
+are fused on their own, a source lane puts the originals of the question lane's hits first, and the lanes'
+fused lists are interleaved (pipelines/language_lanes.py `fuse_lanes`).
 """
 
 from __future__ import annotations
