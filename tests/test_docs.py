@@ -79,6 +79,7 @@ QUESTIONS = [
     ("How do I stream the answer?", "api.md"),
     ("How do I issue an access token for a CI job?", "operations.md api.md cli.md"),
     ("What does the status refused mean?", "operations.md api.md architecture.md"),
+    ("How do I index documentation that has translations?", "operations.md architecture.md configuration.md"),
 ]
 
 
