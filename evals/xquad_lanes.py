@@ -1,0 +1,134 @@
+"""Retrieval lanes on XQuAD: a held-out check of the `language_route` variants (not used to design them).
+
+XQuAD holds the same 240 paragraphs (48 Wikipedia articles) and their questions in several languages.
+This writes them as a translated documentation site in the data dir (`evals/xquad-site/`): one page per article and
+language, `<lang>/<article>.md`, one section per paragraph with the same anchor in every language
+(`{ #p-<n> }`), the layout pipelines/translations.py links by. The project keeps none of the text.
+
+For every question in a non-source language (the first question of each paragraph), with hybrid
+retrieval under each route, it reports:
+- `own@5`: a top-5 chunk in the question's language holds the answer (the usual evidence@5);
+- `original@5`: a top-5 chunk in the source language holds that paragraph (its anchor) and the answer
+  in the source language, i.e. the original a translated answer came from.
+
+    RAGLINE_HOME=/work/evalhome3 python -m evals.xquad_lanes --xquad ../shared/corpora/xquad \\
+        --languages es,de,zh --out evals/results/xquad_lanes.json
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from pathlib import Path
+from typing import Any
+
+from evals.golden import normalise
+from evals.search_modes import SearchSetup, run_mode
+from evals.stats import mean
+from pipelines.embedders import load_embedder
+from pipelines.settings import Settings
+from pipelines.translations import anchors
+from ragline.cli.eval import eval_settings, opened_index
+
+MODEL = "multilingual-e5-small-q4"
+
+
+def _slug(title: str) -> str:
+    return re.sub(r"[^a-z0-9]+", "-", title.lower()).strip("-")
+
+
+def write_site(xquad: Path, languages: list[str], root: Path) -> dict[str, list[dict[str, Any]]]:
+    """The site's pages under `root`; returns each language's questions with their paragraph's place."""
+    questions: dict[str, list[dict[str, Any]]] = {}
+    for language in languages:
+        data = json.loads((xquad / f"xquad.{language}.json").read_text(encoding="utf-8"))["data"]
+        english = json.loads((xquad / "xquad.en.json").read_text(encoding="utf-8"))["data"]
+        rows = []
+        for article, source_article in zip(data, english, strict=True):
+            slug = _slug(source_article["title"])  # the source's title names the page in every language
+            lines = [f"# {article['title']} {{ #{slug} }}", ""]
+            for n, (paragraph, source) in enumerate(
+                zip(article["paragraphs"], source_article["paragraphs"], strict=True)
+            ):
+                lines += [f"## {n + 1} {{ #p-{n + 1} }}", "", paragraph["context"], ""]
+                qa, source_qa = paragraph["qas"][0], source["qas"][0]
+                rows.append(
+                    {
+                        "question": qa["question"],
+                        "answer": qa["answers"][0]["text"],
+                        "source_answer": source_qa["answers"][0]["text"],
+                        "page": f"{slug}.md",
+                        "anchor": f"p-{n + 1}",
+                    }
+                )
+            page = root / language / f"{slug}.md"
+            page.parent.mkdir(parents=True, exist_ok=True)
+            page.write_text("\n".join(lines), encoding="utf-8")
+        questions[language] = rows
+    return questions
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--xquad", required=True, help="folder with xquad.<lang>.json")
+    parser.add_argument("--languages", default="es,de,zh", help="question languages besides the source (en)")
+    parser.add_argument("--routes", default="all,question,question_and_source")
+    parser.add_argument("--out", required=True)
+    args = parser.parse_args(argv)
+    languages = [x.strip() for x in args.languages.split(",") if x.strip()]
+    routes = [x.strip() for x in args.routes.split(",") if x.strip()]
+    base = Settings()
+    site = base.data_dir / "evals" / "xquad-site"  # fixed, so the index and its embedding cache are reused
+    site.mkdir(parents=True, exist_ok=True)
+    questions = write_site(Path(args.xquad), ["en", *languages], site)
+    settings = eval_settings(base, str(site), None, None, None, MODEL)
+    embedder = load_embedder(MODEL)
+    report: dict[str, Any] = {"model": MODEL, "languages": languages, "routes": {}}
+    with opened_index(settings) as opened:
+        report["index"] = opened.info
+        vectors = {lang: [embedder.embed_query(q["question"]) for q in questions[lang]] for lang in languages}
+        for route in routes:
+            setup = SearchSetup(
+                index=opened.index,
+                strategy=settings.chunk_strategy,
+                bm25_analyzer=opened.version.chunk_settings.get("bm25_analyzer", "plain"),
+                index_languages=tuple(opened.version.languages),
+                language_route=route,
+                source_language=base.source_language,
+                language_min_confidence=base.language_min_confidence,
+            )
+            by_language = {}
+            for lang in languages:
+                own, original = [], []
+                for q, vector in zip(questions[lang], vectors[lang], strict=True):
+                    chunks = run_mode("hybrid", q["question"], vector, setup, 5).chunks
+                    own.append(
+                        any(
+                            c.language == lang and normalise(q["answer"]) in normalise(c.generation_text)
+                            for c in chunks
+                        )
+                    )
+                    original.append(
+                        any(
+                            c.language == "en"
+                            and c.document_id == f"en/{q['page']}"
+                            and q["anchor"] in anchors(c)
+                            and normalise(q["source_answer"]) in normalise(c.text)
+                            for c in chunks
+                        )
+                    )
+                by_language[lang] = {
+                    "n": len(own),
+                    "own@5": round(mean([float(x) for x in own]), 4),
+                    "original@5": round(mean([float(x) for x in original]), 4),
+                }
+            report["routes"][route] = by_language
+            print(route, json.dumps(by_language), file=sys.stderr, flush=True)
+    Path(args.out).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
