@@ -11,28 +11,29 @@ retrieval under each route, it reports:
 - `original@5`: a top-5 chunk in the source language holds that paragraph (its anchor) and the answer
   in the source language, i.e. the original a translated answer came from.
 
-    RAGLINE_HOME=/work/evalhome3 python -m evals.xquad_lanes --xquad ../shared/corpora/xquad \\
+    RAGLINE_HOME=/work/evalhome3 ragline eval lanes --xquad ../shared/corpora/xquad \\
         --languages es,de,zh --out evals/results/xquad_lanes.json
 """
 
 from __future__ import annotations
 
-import argparse
 import json
 import re
-import sys
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
+
+import structlog
 
 from evals.golden import normalise
 from evals.search_modes import SearchSetup, run_mode
 from evals.stats import mean
-from pipelines.embedders import load_embedder
+from pipelines.ports import Embedder, VectorIndex
+from pipelines.registry import IndexVersion
 from pipelines.settings import Settings
 from pipelines.translations import anchors
-from ragline.cli.eval import eval_settings, opened_index
 
-MODEL = "multilingual-e5-small-q4"
+log = structlog.get_logger(__name__)
 
 
 def _slug(title: str) -> str:
@@ -70,65 +71,53 @@ def write_site(xquad: Path, languages: list[str], root: Path) -> dict[str, list[
     return questions
 
 
-def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--xquad", required=True, help="folder with xquad.<lang>.json")
-    parser.add_argument("--languages", default="es,de,zh", help="question languages besides the source (en)")
-    parser.add_argument("--routes", default="all,question,question_and_source")
-    parser.add_argument("--out", required=True)
-    args = parser.parse_args(argv)
-    languages = [x.strip() for x in args.languages.split(",") if x.strip()]
-    routes = [x.strip() for x in args.routes.split(",") if x.strip()]
-    base = Settings()
-    site = base.data_dir / "evals" / "xquad-site"  # fixed, so the index and its embedding cache are reused
-    site.mkdir(parents=True, exist_ok=True)
-    questions = write_site(Path(args.xquad), ["en", *languages], site)
-    settings = eval_settings(base, str(site), None, None, None, MODEL)
-    embedder = load_embedder(MODEL)
-    report: dict[str, Any] = {"model": MODEL, "languages": languages, "routes": {}}
-    with opened_index(settings) as opened:
-        report["index"] = opened.info
-        vectors = {lang: [embedder.embed_query(q["question"]) for q in questions[lang]] for lang in languages}
-        for route in routes:
-            setup = SearchSetup(
-                index=opened.index,
-                strategy=settings.chunk_strategy,
-                bm25_analyzer=opened.version.chunk_settings.get("bm25_analyzer", "plain"),
-                index_languages=tuple(opened.version.languages),
-                language_route=route,
-                source_language=base.source_language,
-                language_min_confidence=base.language_min_confidence,
-            )
-            by_language = {}
-            for lang in languages:
-                own, original = [], []
-                for q, vector in zip(questions[lang], vectors[lang], strict=True):
-                    chunks = run_mode("hybrid", q["question"], vector, setup, 5).chunks
-                    own.append(
-                        any(
-                            c.language == lang and normalise(q["answer"]) in normalise(c.generation_text)
-                            for c in chunks
-                        )
+def evaluate_lanes(
+    questions: dict[str, list[dict[str, Any]]],
+    languages: Sequence[str],
+    routes: Sequence[str],
+    embedder: Embedder,
+    index: VectorIndex,
+    version: IndexVersion,
+    strategy: str,
+    settings: Settings,
+) -> dict[str, Any]:
+    """own@5 and original@5 per route and question language, with hybrid retrieval (module docstring)."""
+    report: dict[str, Any] = {"languages": list(languages), "routes": {}}
+    vectors = {lang: [embedder.embed_query(q["question"]) for q in questions[lang]] for lang in languages}
+    for route in routes:
+        setup = SearchSetup(
+            index=index,
+            strategy=strategy,
+            bm25_analyzer=version.chunk_settings.get("bm25_analyzer", "plain"),
+            index_languages=tuple(version.languages),
+            language_route=route,
+            source_language=settings.source_language,
+            language_min_confidence=settings.language_min_confidence,
+        )
+        by_language = {}
+        for lang in languages:
+            own, original = [], []
+            for q, vector in zip(questions[lang], vectors[lang], strict=True):
+                chunks = run_mode("hybrid", q["question"], vector, setup, 5).chunks
+                own.append(any(c.language == lang and _holds(c.generation_text, q["answer"]) for c in chunks))
+                original.append(
+                    any(
+                        c.language == settings.source_language
+                        and c.document_id == f"{settings.source_language}/{q['page']}"
+                        and q["anchor"] in anchors(c)
+                        and _holds(c.text, q["source_answer"])
+                        for c in chunks
                     )
-                    original.append(
-                        any(
-                            c.language == "en"
-                            and c.document_id == f"en/{q['page']}"
-                            and q["anchor"] in anchors(c)
-                            and normalise(q["source_answer"]) in normalise(c.text)
-                            for c in chunks
-                        )
-                    )
-                by_language[lang] = {
-                    "n": len(own),
-                    "own@5": round(mean([float(x) for x in own]), 4),
-                    "original@5": round(mean([float(x) for x in original]), 4),
-                }
-            report["routes"][route] = by_language
-            print(route, json.dumps(by_language), file=sys.stderr, flush=True)
-    Path(args.out).write_text(json.dumps(report, indent=2) + "\n", encoding="utf-8")
-    return 0
+                )
+            by_language[lang] = {
+                "n": len(own),
+                "own@5": round(mean([float(x) for x in own]), 4),
+                "original@5": round(mean([float(x) for x in original]), 4),
+            }
+        report["routes"][route] = by_language
+        log.info("xquad_lanes_route", route=route, **{lang: by_language[lang] for lang in languages})
+    return report
 
 
-if __name__ == "__main__":
-    raise SystemExit(main())
+def _holds(text: str, answer: str) -> bool:
+    return normalise(answer) in normalise(text)

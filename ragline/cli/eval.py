@@ -325,6 +325,36 @@ def _source_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--golden", action="append", required=True, help="golden JSONL file (repeatable)")
 
 
+def cmd_eval_lanes(args: argparse.Namespace) -> int:
+    from evals.xquad_lanes import evaluate_lanes, write_site
+    from pipelines.embedders import load_embedder
+
+    base = Settings()
+    languages, routes = _modes(args.languages), _modes(args.routes)
+    try:
+        # The site goes to a fixed folder of the data dir, so its index and embedding cache are reused.
+        site = base.data_dir / "evals" / "xquad-site"
+        questions = write_site(Path(args.xquad), [base.source_language or "en", *languages], site)
+        settings = eval_settings(base, str(site), None, None, None, args.embedding_model)
+        with opened_index(settings) as opened:
+            report = evaluate_lanes(
+                questions,
+                languages,
+                routes,
+                load_embedder(settings.embedding_model),
+                opened.index,
+                opened.version,
+                settings.chunk_strategy,
+                base,
+            )
+            report["index"] = {**opened.info, "embedding_model": settings.embedding_model}
+    except (ValueError, OSError, KeyError) as exc:
+        print(f"ragline eval: {exc}", file=sys.stderr)
+        return 1
+    _write(args.out, report)
+    return 0
+
+
 def register(commands: Any) -> None:
     group = commands.add_parser("eval", help="evaluate retrieval, answers and node variants")
     actions = group.add_subparsers(dest="action", required=True)
@@ -342,6 +372,16 @@ def register(commands: Any) -> None:
     )
     retrieval.add_argument("--out", required=True)
     retrieval.set_defaults(func=cmd_eval_retrieval)
+
+    lanes = actions.add_parser(
+        "lanes", help="language routes on XQuAD written as a translated site (evals/xquad_lanes.py)"
+    )
+    lanes.add_argument("--xquad", required=True, help="folder with xquad.<lang>.json")
+    lanes.add_argument("--languages", default="es,de,zh", help="question languages besides the source language")
+    lanes.add_argument("--routes", default="all,question,question_and_source")
+    lanes.add_argument("--embedding-model", default="multilingual-e5-small-q4")
+    lanes.add_argument("--out", required=True)
+    lanes.set_defaults(func=cmd_eval_lanes)
 
     beir = actions.add_parser("beir", help="nDCG@10 and recall@100 on a BEIR-format data set")
     beir.add_argument("--data", required=True, help="folder with corpus.jsonl, queries.jsonl, qrels/")
