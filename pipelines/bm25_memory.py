@@ -7,8 +7,6 @@ uses the same analyzer as the sparse vectors, so the two engines differ only in 
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 
 import numpy as np
@@ -16,6 +14,7 @@ import structlog
 from rank_bm25 import BM25Okapi
 
 from pipelines.bm25 import analyzer
+from pipelines.built_once import BuiltOnce
 from pipelines.documents import Chunk
 from pipelines.ports import Hit, VectorIndex
 
@@ -48,20 +47,14 @@ class MemoryBM25Cache:
     """One engine per (index version, strategy, language), built on first use; the oldest are dropped."""
 
     def __init__(self, keep: int = 4) -> None:
-        self._engines: OrderedDict[tuple[str, str | None, str | None], MemoryBM25] = OrderedDict()
-        self._lock = threading.Lock()
-        self._keep = keep
+        self._engines: BuiltOnce[tuple[str, str | None, str | None], MemoryBM25] = BuiltOnce(keep)
 
     def engine(
         self, version: str, index: VectorIndex, strategy: str | None, language: str | None, analyzer_name: str = "plain"
     ) -> MemoryBM25:
-        key = (version, strategy, language)
-        with self._lock:  # concurrent first requests build it once
-            if key not in self._engines:
-                chunks = index.scroll_chunks(strategy, language)
-                self._engines[key] = MemoryBM25.build(chunks, analyzer_name)
-                log.info("bm25_memory_built", version=version, strategy=strategy, language=language, chunks=len(chunks))
-                while len(self._engines) > self._keep:
-                    self._engines.popitem(last=False)
-            self._engines.move_to_end(key)
-            return self._engines[key]
+        def build() -> MemoryBM25:
+            chunks = index.scroll_chunks(strategy, language)
+            log.info("bm25_memory_built", version=version, strategy=strategy, language=language, chunks=len(chunks))
+            return MemoryBM25.build(chunks, analyzer_name)
+
+        return self._engines.get((version, strategy, language), build)

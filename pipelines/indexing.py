@@ -412,14 +412,15 @@ def retrieval_smoke_check(
     try:
         shadow_index = stores.open_index(shadow.location)
         opened.append(shadow_index)
+        shadow_search = hybrid_search(shadow_index, request, strategy, shadow.languages)
         active_search = None
         active = stores.registry.active()
         if questions and active is not None and active.version == shadow.version:
             # A forced rebuild of the live version: it may not score below what the live one recorded.
-            recorded = active.checks.get("retrieval_smoke", {})
-            if recorded.get("golden") == str(golden) and recorded.get("strategy") == strategy:
-                search = hybrid_search(shadow_index, request, strategy, shadow.languages)
-                return _smoke_against_recorded(golden, questions, search, strategy, settings, recorded)
+            reason = "the live version's recorded score (this is a forced rebuild of it)"
+            compared = _smoke_against_recorded(golden, questions, shadow_search, strategy, settings, active, reason)
+            if compared is not None:
+                return compared
         if (
             questions
             and active is not None
@@ -435,17 +436,11 @@ def retrieval_smoke_check(
                 # A server holding the active shard open locks it (Qdrant Edge's WAL): compare with the
                 # score the active version recorded when it was checked, on the same golden file.
                 log.info("smoke_active_index_busy", version=active.version, error=str(exc))
-                recorded = active.checks.get("retrieval_smoke", {})
-                if recorded.get("golden") == str(golden) and recorded.get("strategy") == strategy:
-                    search = hybrid_search(shadow_index, request, strategy, shadow.languages)
-                    return _smoke_against_recorded(golden, questions, search, strategy, settings, recorded)
-        result = index_checks.retrieval_smoke(
-            golden,
-            questions,
-            hybrid_search(shadow_index, request, strategy, shadow.languages),
-            active_search,
-            settings.smoke_margin,
-        )
+                reason = "the active version's recorded score (its shard is open elsewhere)"
+                compared = _smoke_against_recorded(golden, questions, shadow_search, strategy, settings, active, reason)
+                if compared is not None:
+                    return compared
+        result = index_checks.retrieval_smoke(golden, questions, shadow_search, active_search, settings.smoke_margin)
     finally:
         for index in opened:
             index.close()
@@ -458,14 +453,20 @@ def _smoke_against_recorded(
     search: Callable[[str], list[Chunk]],
     strategy: str,
     settings: Settings,
-    recorded: dict[str, Any],
-) -> dict[str, Any]:
+    active: IndexVersion,
+    reason: str,
+) -> dict[str, Any] | None:
+    """The smoke check against the score the active version recorded on the same golden file and
+    strategy; None when it recorded none to compare with."""
+    recorded = active.checks.get("retrieval_smoke", {})
+    if recorded.get("golden") != str(golden) or recorded.get("strategy") != strategy:
+        return None
     result = index_checks.retrieval_smoke(golden, questions, search, None, settings.smoke_margin)
     active_score = recorded.get("evidence@5")
     if isinstance(active_score, int | float) and "evidence@5" in result:
         result["active_evidence@5"] = active_score
         result["passed"] = result["evidence@5"] >= active_score - settings.smoke_margin
-        result["compared_with"] = "the active version's recorded score (its shard is open elsewhere)"
+        result["compared_with"] = reason
     return {**result, "strategy": strategy}
 
 

@@ -12,12 +12,11 @@ in-memory BM25 engine), so it always matches what the vector store holds.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from collections.abc import Iterable, Sequence
 
 import structlog
 
+from pipelines.built_once import BuiltOnce
 from pipelines.documents import Chunk, chunk_key
 from pipelines.language import TRANSLATION_FOLDERS
 from pipelines.ports import VectorIndex
@@ -90,20 +89,12 @@ class OriginalsCache:
     """One `Originals` table per (index version, strategy, source language), built on first use."""
 
     def __init__(self, keep: int = 4) -> None:
-        self._tables: OrderedDict[tuple[str, str | None, str], Originals] = OrderedDict()
-        self._lock = threading.Lock()
-        self._keep = keep
+        self._tables: BuiltOnce[tuple[str, str | None, str], Originals] = BuiltOnce(keep)
 
     def table(self, version: str, index: VectorIndex, strategy: str | None, source_language: str) -> Originals:
-        key = (version, strategy, source_language)
-        with self._lock:  # concurrent first requests build it once
-            if key not in self._tables:
-                chunks = index.scroll_chunks(strategy, None)
-                self._tables[key] = Originals(chunks, source_language)
-                log.info(
-                    "translation_originals_built", version=version, strategy=strategy, linked=len(self._tables[key])
-                )
-                while len(self._tables) > self._keep:
-                    self._tables.popitem(last=False)
-            self._tables.move_to_end(key)
-            return self._tables[key]
+        def build() -> Originals:
+            table = Originals(index.scroll_chunks(strategy, None), source_language)
+            log.info("translation_originals_built", version=version, strategy=strategy, linked=len(table))
+            return table
+
+        return self._tables.get((version, strategy, source_language), build)

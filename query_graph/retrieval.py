@@ -200,34 +200,16 @@ def retrieval_plan(
     )
 
 
-@config.when(language_route="question_and_source")
-def retrieval_lanes__question_and_source(
+def retrieval_lanes(
     guardrail_verdict: Verdict,
+    language_route: str,
     index_languages: list[str],
     source_language: str | None = None,
     language_filter: str | None = None,
 ) -> tuple[Lane, ...]:
-    """The question's own language, and the source language by meaning (pipelines/language_lanes.py)."""
-    return lanes("question_and_source", guardrail_verdict.language, index_languages, source_language, language_filter)
-
-
-@config.when(language_route="question")
-def retrieval_lanes__question(
-    guardrail_verdict: Verdict,
-    index_languages: list[str],
-    source_language: str | None = None,
-    language_filter: str | None = None,
-) -> tuple[Lane, ...]:
-    """The question's own language only (the source's when the index does not hold it)."""
-    return lanes("question", guardrail_verdict.language, index_languages, source_language, language_filter)
-
-
-@config.when(language_route="all")
-def retrieval_lanes__all(
-    guardrail_verdict: Verdict, index_languages: list[str], language_filter: str | None = None
-) -> tuple[Lane, ...]:
-    """Every language of the index as one pool."""
-    return lanes("all", guardrail_verdict.language, index_languages, None, language_filter)
+    """The languages the question is searched in. `language_route` is the variant, read from the graph's
+    config: the variants differ by one argument of `pipelines.language_lanes.lanes`, not by a function."""
+    return lanes(language_route, guardrail_verdict.language, index_languages, source_language, language_filter)
 
 
 def query_embedding(question: str, embedder: Embedder) -> np.ndarray:
