@@ -14,7 +14,7 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field, replace
 
-from pipelines.documents import Chunk, Document, make_chunk_id, plain_text
+from pipelines.documents import Chunk, Document, make_chunk_id, plain_text, section_starts
 
 TokenCounter = Callable[[str], int]
 
@@ -255,10 +255,7 @@ def chunk_heading_packed(
             first = run[0][0]
             chunk = _chunk(document, "heading_packed", len(chunks), text, first.heading_path, first.anchor, count)
             if len(run) > 1:  # where each section starts, so a citation can link to the one it quotes
-                starts, offset = [], 0
-                for section, part in run:
-                    starts.append([offset, section.anchor])
-                    offset += len(plain_text(part)) + 1
+                starts = section_starts([(part, [[0, section.anchor]]) for section, part in run])
                 chunk = replace(chunk, extra={**chunk.extra, "sections": starts})
             chunks.append(chunk)
             run.clear()
@@ -467,8 +464,16 @@ def with_neighbour_context(chunks: list[Chunk], budget: int) -> list[Chunk]:
             out.append(chunk)
             continue
         lo, hi = widen(costs, k, budget)
-        wide = "\n\n".join(c.text for c in chunks[lo : hi + 1])
-        out.append(replace(chunk, context_text=wide) if hi > lo else chunk)
+        if hi == lo:
+            out.append(chunk)
+            continue
+        around = chunks[lo : hi + 1]
+        wide = "\n\n".join(c.text for c in around)
+        # Where each neighbour's sections start, so a sentence quoted from a neighbour links to its own
+        # section, not the hit's. Only when the context spans more than one anchor: a few bytes a chunk.
+        starts = section_starts([(c.text, (c.extra or {}).get("sections") or [[0, c.anchor]]) for c in around])
+        extra = {**chunk.extra, "context_sections": starts, "context_chars": len(plain_text(wide))}
+        out.append(replace(chunk, context_text=wide, extra=extra if len(starts) > 1 else chunk.extra))
     return out
 
 

@@ -55,21 +55,67 @@ class Chunk:
         return self.context_text or self.text
 
     def anchor_for(self, quoted: str) -> str:
-        """The anchor of the section a quoted sentence comes from. A `heading_packed` chunk holds several
-        sections (`extra["sections"]`: [offset in the chunk's `plain_text`, anchor]); for any
-        other chunk, or a quote not found in the chunk's own text, the chunk's anchor."""
-        sections = self.extra.get("sections") if self.extra else None
-        if not sections:
-            return self.anchor
-        where = plain_text(self.text).find(plain_text(quoted)[:80])
-        if where < 0:
-            return self.anchor
-        return [anchor for offset, anchor in sections if offset <= where][-1]
+        """The anchor of the section a quoted sentence comes from, looked up in what the generator saw:
+        first the chunk's own text (a `heading_packed` chunk holds several sections, `extra["sections"]`:
+        [offset in the chunk's `plain_text`, anchor]), then its neighbour context (`extra["context_sections"]`,
+        the same for `context_text`). The chunk's anchor when neither places it: a quote not found, a chunk
+        indexed before the context carried its sections, or a context rewritten since (CRAG's strips)."""
+        extra = self.extra or {}
+        key = plain_text(quoted)[:80]
+        where = plain_text(self.text).find(key)
+        if where >= 0:
+            return section_at(extra.get("sections"), where) or self.anchor
+        starts = extra.get("context_sections")
+        if starts and self.context_text is not None:
+            seen = plain_text(self.context_text)
+            # The offsets hold only for the context they were recorded for: a rewritten one has another length.
+            where = seen.find(key) if len(seen) == extra.get("context_chars") else -1
+            if where >= 0:
+                return section_at(starts, where) or self.anchor
+        return self.anchor
 
     def source_uri_for(self, quoted: str) -> str:
-        anchor = self.anchor_for(quoted)
+        return self.uri_at(self.anchor_for(quoted))
+
+    def uri_at(self, anchor: str) -> str:
+        """The chunk's page URI pointing at `anchor` (one of its sections); the bare page for none."""
         base = self.source_uri.split("#", 1)[0]
         return f"{base}#{anchor}" if anchor else base
+
+    def own_sections(self) -> list[tuple[str, str]]:
+        """(anchor, plain text) of each section the chunk's own text holds, in order: one for a chunk
+        that records no sections."""
+        text = plain_text(self.text)
+        sections = self.extra.get("sections") if self.extra else None
+        if not sections:
+            return [(self.anchor, text)]
+        ends = [offset for offset, _ in sections[1:]] + [len(text)]
+        return [(str(anchor), text[offset:end]) for (offset, anchor), end in zip(sections, ends, strict=True)]
+
+
+def section_at(sections: list[list[Any]] | None, offset: int) -> str | None:
+    """The anchor of the last section starting at or before `offset`; None without sections."""
+    if not sections:
+        return None
+    before = [anchor for start, anchor in sections if start <= offset]
+    return str(before[-1]) if before else str(sections[0][1])
+
+
+def section_starts(parts: list[tuple[str, list[list[Any]]]]) -> list[list[Any]]:
+    """[offset, anchor] of each section in texts joined by blank lines, offsets in the join's `plain_text`:
+    each part is a text and its own section starts within it (offsets in its own `plain_text`). A section
+    continued by the next part (a long section cut in several chunks) is listed once."""
+    starts: list[list[Any]] = []
+    offset = 0
+    for text, sections in parts:
+        size = len(plain_text(text))
+        if not size:  # nothing of it is in the join's plain text, nor a space after it
+            continue
+        for start, anchor in sections:
+            if not starts or starts[-1][1] != anchor:
+                starts.append([offset + start, anchor])
+        offset += size + 1  # the blank line between parts is one space in plain text
+    return starts
 
 
 def plain_text(text: str) -> str:

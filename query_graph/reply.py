@@ -4,8 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from pipelines.bm25 import analyze
 from pipelines.citations import strip_markers
 from pipelines.coverage import Coverage
+from pipelines.extractive import question_terms
 from pipelines.language_lanes import Lane
 from query_graph.crag import CragOutcome
 from query_graph.generation import Draft
@@ -15,7 +17,27 @@ from query_graph.verification import VerifiedAnswer
 NO_ANSWER_TEXT = "I don't know: the documents do not cover this question."
 
 
+def _retrieved_entry(candidate: Candidate, quoted: str | None, terms: set[str]) -> dict[str, object]:
+    """A candidate as `retrieved` lists it, linked to the section it was used for: a cited chunk to the
+    section of its first cited sentence (as its citation), an uncited `heading_packed` chunk to its
+    section sharing the most content words with the question (the first on a tie). A chunk's own anchor
+    and URI are its first section's, which says nothing about which packed section answered."""
+    out = candidate.as_dict()
+    chunk = candidate.chunk
+    if quoted is not None:
+        anchor = chunk.anchor_for(quoted)
+    elif chunk.extra and chunk.extra.get("sections"):
+        sections = chunk.own_sections()
+        anchor = max(sections, key=lambda section: len(terms & set(analyze(section[1]))))[0]  # max keeps the first
+    else:
+        return out
+    if anchor != chunk.anchor:  # the chunk's own section: its entry exactly as before
+        out["anchor"], out["source_uri"] = anchor, chunk.uri_at(anchor)
+    return out
+
+
 def reply(
+    question: str,
     verified_answer: VerifiedAnswer,
     draft_answer: Draft,
     context_candidates: list[Candidate],
@@ -47,11 +69,12 @@ def reply(
         if question_coverage.uncovered_names:  # say what is missing: the user can check it
             answer += " The documents never mention: " + ", ".join(question_coverage.uncovered_names) + "."
     shown = context_candidates if context_candidates else crag_outcome.candidates
+    terms = set(question_terms(question))
     return {
         "status": status,
         "answer": answer,
         "citations": citations if status == "answered" else [],
-        "retrieved": [c.as_dict() for c in shown],
+        "retrieved": [_retrieved_entry(c, quoted.get(c.chunk.chunk_id), terms) for c in shown],
         "generator": draft_answer.generator,
         "provider": draft_answer.provider,
         "crag": crag_outcome.trace,

@@ -1,8 +1,12 @@
 from __future__ import annotations
 
+import json
+from dataclasses import replace
+
 from pipelines.chunkers import chunk_heading
 from pipelines.cleaners import clean_markdown
-from pipelines.documents import Document
+from pipelines.crag import knowledge_strips
+from pipelines.documents import Chunk, Document, plain_text
 from pipelines.embedders import load_embedder
 
 COUNT = load_embedder("bge-small-en-v1.5-int8").count_tokens
@@ -234,3 +238,91 @@ def test_a_packed_chunk_links_a_quote_to_its_own_section() -> None:
     assert chunk.source_uri_for("Port 7420 is the default.") == "file:///a/page.md#ports"
     assert chunk.anchor_for("Run the installer once.") == "install"
     assert chunk.anchor_for("A sentence from elsewhere.") == chunk.anchor
+
+
+OPS_PAGE = """# Operations { #operations }
+
+## Install { #install }
+
+Run the *installer* once on every host.
+
+## Ports { #ports }
+
+Port `7420` is the default for the dashboard.
+
+## Logs { #logs }
+
+Logs rotate every night at midnight.
+
+## Backups { #backups }
+
+Backups are kept for fourteen days on the archive disk.
+
+## Upgrades { #upgrades }
+
+Upgrade one host at a time and wait for it to rejoin.
+"""
+# Each section's sentence as the extractive generator quotes it (markup dropped), with its anchor.
+OPS_QUOTES = {
+    "install": "Run the installer once on every host.",
+    "ports": "Port 7420 is the default for the dashboard.",
+    "logs": "Logs rotate every night at midnight.",
+    "backups": "Backups are kept for fourteen days on the archive disk.",
+    "upgrades": "Upgrade one host at a time and wait for it to rejoin.",
+}
+
+
+def ops_chunks(strategy: str, context: int) -> list[Chunk]:
+    from pipelines.chunkers import chunk_document
+
+    return chunk_document(doc(OPS_PAGE), strategy, COUNT, context=context, target=30, limit=60, overlap=0)
+
+
+def test_a_quote_from_a_neighbour_links_to_the_neighbours_section() -> None:
+    for strategy in ("heading_packed", "heading"):
+        chunks = ops_chunks(strategy, context=60)
+        hit = next(c for c in chunks if "7420" in c.text)
+        assert hit.context_text is not None, strategy
+        neighbours = [
+            a for a, q in OPS_QUOTES.items() if q.split()[0] not in hit.text and q.split()[0] in hit.context_text
+        ]
+        assert len(neighbours) >= 2, strategy  # sentences the generator sees only through the context
+        for anchor, quote in OPS_QUOTES.items():
+            if plain_text(quote) in plain_text(hit.generation_text):
+                assert hit.anchor_for(quote) == anchor, (strategy, quote)
+                assert hit.source_uri_for(quote) == f"file:///a/page.md#{anchor}"
+        assert hit.anchor_for("A sentence from elsewhere.") == hit.anchor
+        # What is recorded is where each section starts in the context's plain text: offsets and anchors only.
+        seen = plain_text(hit.context_text)
+        for offset, anchor in hit.extra["context_sections"]:
+            assert seen[offset:].startswith("#") and isinstance(anchor, str)
+        assert hit.extra["context_chars"] == len(seen)
+
+
+def test_context_sections_survive_the_payload_and_old_payloads_keep_the_hits_anchor() -> None:
+    hit = next(c for c in ops_chunks("heading_packed", context=60) if "7420" in c.text)
+    neighbour = OPS_QUOTES["backups"]
+    assert neighbour.split()[0] not in hit.text and hit.anchor != "backups"
+    stored = json.loads(json.dumps(hit.payload()))  # as a vector store keeps it
+    assert Chunk.from_payload(stored) == hit and Chunk.from_payload(stored).anchor_for(neighbour) == "backups"
+    # Small: a few bytes a section, nothing of the neighbours' text.
+    added = {k: stored["extra"][k] for k in ("context_sections", "context_chars")}
+    assert len(json.dumps(added)) < 24 * len(added["context_sections"]) + 24
+    # An index written before the context carried its sections: it loads, and links as it did.
+    old = {**stored, "extra": {k: v for k, v in stored["extra"].items() if not k.startswith("context_")}}
+    assert Chunk.from_payload(old).anchor_for(neighbour) == hit.anchor
+    assert Chunk.from_payload(old).anchor_for(OPS_QUOTES["logs"]) == "logs"  # its own sections still link
+    # A context rewritten at query time (CRAG's strips) no longer matches the offsets: the hit's anchor.
+    stripped = replace(hit, context_text=knowledge_strips("How long are backups kept?", hit.generation_text))
+    assert neighbour in stripped.generation_text and stripped.anchor_for(neighbour) == hit.anchor
+
+
+def test_a_context_within_one_section_records_nothing() -> None:
+    long_section = " ".join(f"Sentence {i} about the long topic goes here." for i in range(40))
+    chunks = chunk_heading(doc(f"# Long\n\n{long_section}\n"), COUNT, target=60, limit=80, overlap=0)
+    from pipelines.chunkers import with_neighbour_context
+
+    wide = with_neighbour_context(chunks, 150)
+    assert len(wide) > 2 and all(c.context_text is not None for c in wide)
+    assert all("context_sections" not in c.extra for c in wide)
+    assert wide[1].anchor_for("Sentence 0 about the long topic goes here.") == "long"

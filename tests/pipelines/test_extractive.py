@@ -104,6 +104,20 @@ def test_the_neighbours_answer_when_no_own_sentence_does() -> None:
     assert all(quoted_in(s.text, [hit.generation_text]) for s in statements(answer))
 
 
+def test_a_neighbours_sentence_links_to_the_neighbours_section() -> None:
+    for strategy in ("heading", "heading_packed"):
+        clean, title = clean_markdown(PAGE)
+        page = Document("en/server.md", "file:///en/server.md", clean, "h", "now", title=title or "Server")
+        # Targets small enough that each section is its own chunk, the others its context.
+        chunks = chunk_document(page, strategy, COUNT, context=300, target=20, limit=40, overlap=0)
+        hit = next(c for c in chunks if OWN in c.text)
+        answer, used = extract_answer("What is the default request timeout?", [hit])
+        assert "thirty seconds" in answer and not any(s.own for s in used), strategy
+        # The quote is the Timeouts section's, read as the Workers hit's context: the link goes there.
+        assert hit.anchor == "workers" and {hit.anchor_for(s.text) for s in used} == {"timeouts"}, strategy
+        assert hit.source_uri_for(used[0].text) == "file:///en/server.md#timeouts"
+
+
 def test_a_sentence_that_is_one_hits_own_and_anothers_neighbour_is_said_once() -> None:
     chunks = page_chunks(context=300)
     timeouts = next(c for c in chunks if c.anchor == "timeouts")
