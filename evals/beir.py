@@ -117,13 +117,17 @@ def chunk_corpus(corpus: Sequence[Document], count: Callable[[str], int], target
     return chunks
 
 
-def index_key(data: BeirData, embedding_model: str, target: int, limit: int, bm25_analyzer: str = "plain") -> str:
+def index_key(
+    data: BeirData, embedding_model: str, target: int, limit: int, bm25_analyzer: str = "plain", unit_tokens: int = 0
+) -> str:
     digest = hashlib.sha256()
     for doc in data.corpus:
         digest.update(f"{doc.document_id}\x00{doc.content_hash}\n".encode())
     fingerprint = load_embedder(embedding_model).fingerprint.digest
-    analyzer = [] if bm25_analyzer == "plain" else [bm25_analyzer]  # plain keeps the keys of earlier shards
-    digest.update(json.dumps([fingerprint, target, limit, indexing.ANALYZER_VERSION, *analyzer]).encode())
+    # The defaults of earlier shards (plain, no units) add nothing, so those shards keep their keys.
+    analyzer = [] if bm25_analyzer == "plain" else [bm25_analyzer]
+    units = [f"units={unit_tokens}"] if unit_tokens else []
+    digest.update(json.dumps([fingerprint, target, limit, indexing.ANALYZER_VERSION, *analyzer, *units]).encode())
     return digest.hexdigest()[:12]
 
 
@@ -133,11 +137,12 @@ def build_or_reuse(
     embedding_model: str,
     target: int,
     limit: int,
-    writer: Callable[[Path, int], VectorIndexWriter],
+    writer: Callable[[Path, int, bool], VectorIndexWriter],
     bm25_analyzer: str = "plain",
+    unit_tokens: int = 0,
 ) -> dict[str, Any]:
     """Write the shard once; a `complete.json` beside it marks a finished build to reuse."""
-    key = index_key(data, embedding_model, target, limit, bm25_analyzer)
+    key = index_key(data, embedding_model, target, limit, bm25_analyzer, unit_tokens)
     marker = folder / key / "complete.json"
     if marker.is_file():
         return {**json.loads(marker.read_text()), "reused": True}
@@ -154,6 +159,7 @@ def build_or_reuse(
         max_tokens=limit,
         overlap_tokens=0,
         bm25_analyzer=bm25_analyzer,
+        dense_unit_tokens=unit_tokens,
     )
 
     def progress(done: int, total: int) -> None:
@@ -167,8 +173,8 @@ def build_or_reuse(
         indexing.embed_chunks(chunks[start : start + 512], request, cache)
         log.info("beir_embedding", done=min(start + 512, len(chunks)), total=len(chunks))
     embeddings = indexing.embed_chunks(chunks, request, cache, progress)
-    out = writer(folder / key / "shard", embedder.dimension)
-    out.upsert(chunks, embeddings.dense, embeddings.sparse)
+    out = writer(folder / key / "shard", embedder.dimension, embeddings.units is not None)
+    out.upsert(chunks, embeddings.dense, embeddings.sparse, embeddings.units)
     out.close()
     info = {
         "key": key,
@@ -176,6 +182,7 @@ def build_or_reuse(
         "chunks": len(chunks),
         "embedding_model": embedding_model,
         "bm25_analyzer": bm25_analyzer,
+        "dense_unit_tokens": unit_tokens,
         "fingerprint": embedder.fingerprint.digest,
         "build_seconds": round(time.perf_counter() - started, 1),
     }

@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 import structlog
 
-from pipelines import bm25, index_checks
+from pipelines import bm25, dense_units, index_checks
 from pipelines.chunkers import STRATEGIES, chunk_document
 from pipelines.cleaners import clean_document
 from pipelines.documents import Chunk, Document
@@ -60,6 +60,7 @@ class BuildRequest:
     window_sentences: int = 3
     context_tokens: int = 0
     bm25_analyzer: str = "plain"
+    dense_unit_tokens: int = 0
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: Any) -> BuildRequest:
@@ -75,6 +76,7 @@ class BuildRequest:
             "window_sentences": settings.chunk_window_sentences,
             "context_tokens": settings.chunk_context_tokens,
             "bm25_analyzer": settings.bm25_analyzer,
+            "dense_unit_tokens": settings.dense_unit_tokens,
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         for key in ("include", "exclude", "strategies"):
@@ -93,6 +95,7 @@ class BuildRequest:
             "window_sentences": self.window_sentences,
             "context_tokens": self.context_tokens,
             "bm25_analyzer": self.bm25_analyzer,
+            "dense_unit_tokens": self.dense_unit_tokens,
             "include": list(self.include),
             "exclude": list(self.exclude),
             "analyzer": ANALYZER_VERSION,
@@ -179,8 +182,7 @@ def chunk_documents(documents: list[Document], request: BuildRequest, strategy: 
 
 def embedding_text(chunk: Chunk) -> str:
     """What the dense model reads: the page title and heading path give a chunk its context."""
-    trail = " > ".join(dict.fromkeys([chunk.title, *chunk.heading_path]))
-    return f"{trail}\n\n{chunk.text}" if trail else chunk.text
+    return dense_units.with_trail(chunk, chunk.text)
 
 
 @dataclass
@@ -191,6 +193,25 @@ class Embeddings:
     reused: int
     computed: int
     seconds: float
+    # Per chunk, [its own vector, its units' vectors...] (pipelines/dense_units.py); None: one vector each.
+    units: list[np.ndarray] | None = None
+
+
+def _embed_cached(
+    embedder: Any, cache: EmbeddingCache, texts: list[str], progress: Progress | None
+) -> tuple[np.ndarray, int, int]:
+    """Vectors of `texts`, read from the cache where it has them, the new ones embedded and stored; with
+    how many were reused and computed."""
+    cached = cache.lookup(texts)
+    missing = [i for i in range(len(texts)) if i not in cached]
+    vectors = np.zeros((len(texts), embedder.dimension), dtype=np.float32)
+    for i, vector in cached.items():
+        vectors[i] = vector
+    if missing:
+        fresh = embedder.embed_passages([texts[i] for i in missing], progress=progress)
+        vectors[missing] = fresh
+        cache.store([texts[i] for i in missing], fresh)
+    return vectors, len(cached), len(missing)
 
 
 def embed_chunks(
@@ -201,22 +222,25 @@ def embed_chunks(
     texts = [embedding_text(c) for c in chunks]
     cache = EmbeddingCache(cache_path, embedder.fingerprint.digest, embedder.dimension)
     try:
-        cached = cache.lookup(texts)
-        missing = [i for i in range(len(texts)) if i not in cached]
-        dense = np.zeros((len(texts), embedder.dimension), dtype=np.float32)
-        for i, vector in cached.items():
-            dense[i] = vector
-        if missing:
-            fresh = embedder.embed_passages([texts[i] for i in missing], progress=progress)
-            dense[missing] = fresh
-            cache.store([texts[i] for i in missing], fresh)
+        dense, reused, computed = _embed_cached(embedder, cache, texts, progress)
+        units = None
+        if request.dense_unit_tokens > 0:
+            per_chunk = [dense_units.unit_texts(c, embedder.count_tokens, request.dense_unit_tokens) for c in chunks]
+            flat = [t for texts_of in per_chunk for t in texts_of]
+            unit_vectors, unit_reused, unit_computed = _embed_cached(embedder, cache, flat, progress)
+            reused, computed = reused + unit_reused, computed + unit_computed
+            units, at = [], 0
+            for i, texts_of in enumerate(per_chunk):
+                units.append(np.vstack([dense[i : i + 1], unit_vectors[at : at + len(texts_of)]]))
+                at += len(texts_of)
     finally:
         cache.close()
     analyze = bm25.analyzer(request.bm25_analyzer)
     terms = [analyze(t, c.language) for t, c in zip(texts, chunks, strict=True)]
     avg_length = float(np.mean([len(t) for t in terms])) if terms else 0.0
     sparse = [bm25.document_vector(t, avg_length) for t in terms]
-    return Embeddings(dense, sparse, avg_length, len(cached), len(missing), time.perf_counter() - started)
+    seconds = time.perf_counter() - started
+    return Embeddings(dense, sparse, avg_length, reused, computed, seconds, units)
 
 
 def gather_chunks(by_strategy: dict[str, list[Chunk]], strategies: tuple[str, ...]) -> list[Chunk]:
@@ -349,8 +373,8 @@ def write_shadow(
 
 
 def _write(stores: Stores, location: str, chunks: list[Chunk], embeddings: Embeddings) -> int:
-    writer = stores.index_writer(location, embeddings.dense.shape[1])
-    writer.upsert(chunks, embeddings.dense, embeddings.sparse)
+    writer = stores.index_writer(location, embeddings.dense.shape[1], units=embeddings.units is not None)
+    writer.upsert(chunks, embeddings.dense, embeddings.sparse, embeddings.units)
     count = writer.count()
     writer.close()
     return count

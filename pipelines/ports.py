@@ -78,7 +78,13 @@ class VectorIndex(Protocol):
 
 @runtime_checkable
 class VectorIndexWriter(Protocol):
-    def upsert(self, chunks: Sequence[Chunk], dense: np.ndarray, sparse: Sequence[SparseVector]) -> None: ...
+    def upsert(
+        self,
+        chunks: Sequence[Chunk],
+        dense: np.ndarray,
+        sparse: Sequence[SparseVector],
+        units: Sequence[np.ndarray] | None = None,
+    ) -> None: ...
 
     def count(self) -> int: ...
 

@@ -48,12 +48,13 @@ class Stores:
             self._qdrant = connect(self.settings.qdrant_url)
         return self._qdrant
 
-    def index_writer(self, location: str, dimension: int) -> VectorIndexWriter:
+    def index_writer(self, location: str, dimension: int, units: bool = False) -> VectorIndexWriter:
+        """A writer of a new index; `units`: it also stores each chunk's multivector (dense_units.py)."""
         if self.uses_qdrant_server:
             from pipelines.vector_store_qdrant import QdrantCollectionWriter
 
-            return QdrantCollectionWriter(self.qdrant(), location, dimension)
-        return EdgeShardWriter(Path(location), dimension)
+            return QdrantCollectionWriter(self.qdrant(), location, dimension, units)
+        return EdgeShardWriter(Path(location), dimension, units)
 
     def open_index(self, location: str) -> VectorIndex:
         if self.uses_qdrant_server:

@@ -54,6 +54,14 @@ class Settings(BaseSettings):
             "chunk stemmed in its own language and CJK text as character bigrams (English text: as english_stem)."
         ),
     )
+    dense_unit_tokens: int = Field(
+        128,
+        ge=0,
+        description=(
+            "Multi-vector dense search: besides its own vector, a chunk gets one vector per unit of up to this "
+            "many tokens of its text, and is scored by the best of them (MaxSim); 0: one vector per chunk."
+        ),
+    )
     chunk_context_tokens: int = Field(
         700,
         ge=0,

@@ -19,13 +19,24 @@ from pipelines.documents import Chunk, chunk_key
 from pipelines.ports import Hit, Ranked, StoreUnavailable
 
 DENSE, SPARSE = "dense", "bm25"
+# A chunk's multivector [own vector, unit vectors...] (pipelines/dense_units.py): dense search uses it
+# when the shard has it, scoring each chunk by its best vector (MaxSim).
+UNITS = "units"
 
 
 point_id = chunk_key  # the store's point id of a chunk
 
 
-def _dense_query(vector: np.ndarray) -> qe.Query:
-    return qe.Query.Nearest(vector.astype(float).tolist(), using=DENSE)
+def check_units(expected: bool, units: Sequence[np.ndarray] | None, count: int) -> None:
+    """A writer created with (or without) multivectors gets them for every chunk (or for none)."""
+    if expected != (units is not None) or (units is not None and len(units) != count):
+        raise ValueError(
+            f"writer expects units={expected}, got {None if units is None else len(units)} for {count} chunks"
+        )
+
+
+def _dense_query(vector: np.ndarray, using: str = DENSE) -> qe.Query:
+    return qe.Query.Nearest(vector.astype(float).tolist(), using=using)
 
 
 def _sparse_query(vector: SparseVector) -> qe.Query:
@@ -44,30 +55,42 @@ def _filter(strategy: str | None, language: str | None = None) -> qe.Filter | No
 class EdgeShardWriter:
     """Creates a new shard; refuses to write into a directory that already holds one."""
 
-    def __init__(self, path: Path, dimension: int) -> None:
+    def __init__(self, path: Path, dimension: int, units: bool = False) -> None:
         if path.exists():
             shutil.rmtree(path)  # a half-written shard of a failed build; the version is not active
         path.parent.mkdir(parents=True, exist_ok=True)
+        vectors = {DENSE: qe.EdgeVectorParams(size=dimension, distance=qe.Distance.Cosine)}
+        if units:
+            max_sim = qe.MultiVectorConfig(comparator=qe.MultiVectorComparator.MaxSim)
+            vectors[UNITS] = qe.EdgeVectorParams(
+                size=dimension, distance=qe.Distance.Cosine, multivector_config=max_sim
+            )
+        self.units = units
         config = qe.EdgeConfig(
-            vectors={DENSE: qe.EdgeVectorParams(size=dimension, distance=qe.Distance.Cosine)},
+            vectors=vectors,
             sparse_vectors={SPARSE: qe.EdgeSparseVectorParams(modifier=qe.Modifier.Idf)},
         )
         self._shard = qe.EdgeShard.create(str(path), config)
         self._shard.update(qe.UpdateOperation.create_field_index("strategy", qe.PayloadSchemaType.Keyword))
         self._shard.update(qe.UpdateOperation.create_field_index("language", qe.PayloadSchemaType.Keyword))
 
-    def upsert(self, chunks: Sequence[Chunk], dense: np.ndarray, sparse: Sequence[SparseVector]) -> None:
-        points = [
-            qe.Point(
-                id=point_id(chunk.chunk_id),
-                vector={
-                    DENSE: dense[i].astype(float).tolist(),
-                    SPARSE: qe.SparseVector(indices=sparse[i].indices, values=sparse[i].values),
-                },
-                payload=chunk.payload(),
-            )
-            for i, chunk in enumerate(chunks)
-        ]
+    def upsert(
+        self,
+        chunks: Sequence[Chunk],
+        dense: np.ndarray,
+        sparse: Sequence[SparseVector],
+        units: Sequence[np.ndarray] | None = None,
+    ) -> None:
+        check_units(self.units, units, len(chunks))
+        points = []
+        for i, chunk in enumerate(chunks):
+            vector: dict[str, Any] = {
+                DENSE: dense[i].astype(float).tolist(),
+                SPARSE: qe.SparseVector(indices=sparse[i].indices, values=sparse[i].values),
+            }
+            if units is not None:
+                vector[UNITS] = units[i].astype(float).tolist()
+            points.append(qe.Point(id=point_id(chunk.chunk_id), vector=vector, payload=chunk.payload()))
         for start in range(0, len(points), 256):
             self._shard.update(qe.UpdateOperation.upsert_points(points[start : start + 256]))
 
@@ -92,6 +115,22 @@ class EdgeShardIndex:
             raise StoreUnavailable(f"shard {path} cannot be opened: {exc}") from exc
         self._lock = threading.Lock()
         self.path = path
+        self.dense_vector = UNITS if self._has_vector(UNITS) else DENSE
+
+    def _has_vector(self, name: str) -> bool:
+        """Whether the shard stores the named vector (the engine refuses a query on one it lacks)."""
+        probe = qe.QueryRequest(limit=1, query=qe.Query.Nearest([0.0], using=name), with_payload=False)
+        try:
+            with self._lock:
+                self._shard.query(probe)
+        except Exception as exc:
+            message = str(exc).lower()
+            if "not existing vector name" in message:
+                return False
+            if "dimension" in message:  # the vector exists; the probe's size is wrong
+                return True
+            raise StoreUnavailable(f"shard {self.path} cannot be queried: {exc}") from exc
+        return True
 
     def _points(self, query: qe.Query, limit: int, strategy: str | None, language: str | None, payload: Any) -> Any:
         request = qe.QueryRequest(limit=limit, query=query, filter=_filter(strategy, language), with_payload=payload)
@@ -113,7 +152,7 @@ class EdgeShardIndex:
     def dense_ranked(
         self, vector: np.ndarray, limit: int, strategy: str | None = None, language: str | None = None
     ) -> list[Ranked]:
-        return self._ranked(_dense_query(vector), limit, strategy, language)
+        return self._ranked(_dense_query(vector, self.dense_vector), limit, strategy, language)
 
     def sparse_ranked(
         self, vector: SparseVector, limit: int, strategy: str | None = None, language: str | None = None
@@ -123,7 +162,7 @@ class EdgeShardIndex:
     def dense_search(
         self, vector: np.ndarray, limit: int, strategy: str | None = None, language: str | None = None
     ) -> list[Hit]:
-        return self._query(_dense_query(vector), limit, strategy, language)
+        return self._query(_dense_query(vector, self.dense_vector), limit, strategy, language)
 
     def sparse_search(
         self, vector: SparseVector, limit: int, strategy: str | None = None, language: str | None = None

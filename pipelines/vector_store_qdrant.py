@@ -14,7 +14,7 @@ from qdrant_client import QdrantClient, models
 from pipelines.bm25 import SparseVector
 from pipelines.documents import Chunk
 from pipelines.ports import Hit, Ranked, StoreUnavailable
-from pipelines.vector_store_edge import DENSE, SPARSE, point_id
+from pipelines.vector_store_edge import DENSE, SPARSE, UNITS, check_units, point_id
 
 ACTIVE_ALIAS = "ragline_active"
 
@@ -39,30 +39,38 @@ def _sparse(vector: SparseVector) -> models.SparseVector:
 
 
 class QdrantCollectionWriter:
-    def __init__(self, client: QdrantClient, collection: str, dimension: int) -> None:
-        self.client, self.collection = client, collection
+    def __init__(self, client: QdrantClient, collection: str, dimension: int, units: bool = False) -> None:
+        self.client, self.collection, self.units = client, collection, units
         if client.collection_exists(collection):
             client.delete_collection(collection)
+        vectors = {DENSE: models.VectorParams(size=dimension, distance=models.Distance.COSINE)}
+        if units:  # a chunk's [own vector, unit vectors...], scored by the best (pipelines/dense_units.py)
+            max_sim = models.MultiVectorConfig(comparator=models.MultiVectorComparator.MAX_SIM)
+            vectors[UNITS] = models.VectorParams(
+                size=dimension, distance=models.Distance.COSINE, multivector_config=max_sim
+            )
         client.create_collection(
             collection,
-            vectors_config={DENSE: models.VectorParams(size=dimension, distance=models.Distance.COSINE)},
+            vectors_config=vectors,
             sparse_vectors_config={SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)},
         )
         for field in ("strategy", "language"):
             client.create_payload_index(collection, field, models.PayloadSchemaType.KEYWORD)
 
-    def upsert(self, chunks: Sequence[Chunk], dense: np.ndarray, sparse: Sequence[SparseVector]) -> None:
-        points = [
-            models.PointStruct(
-                id=point_id(chunk.chunk_id),
-                vector={
-                    DENSE: dense[i].astype(float).tolist(),
-                    SPARSE: _sparse(sparse[i]),
-                },
-                payload=chunk.payload(),
-            )
-            for i, chunk in enumerate(chunks)
-        ]
+    def upsert(
+        self,
+        chunks: Sequence[Chunk],
+        dense: np.ndarray,
+        sparse: Sequence[SparseVector],
+        units: Sequence[np.ndarray] | None = None,
+    ) -> None:
+        check_units(self.units, units, len(chunks))
+        points = []
+        for i, chunk in enumerate(chunks):
+            vector: dict[str, Any] = {DENSE: dense[i].astype(float).tolist(), SPARSE: _sparse(sparse[i])}
+            if units is not None:
+                vector[UNITS] = units[i].astype(float).tolist()
+            points.append(models.PointStruct(id=point_id(chunk.chunk_id), vector=vector, payload=chunk.payload()))
         for start in range(0, len(points), 256):
             self.client.upsert(self.collection, points=points[start : start + 256], wait=True)
 
@@ -82,10 +90,17 @@ class QdrantCollectionIndex:
             raise StoreUnavailable(f"qdrant unreachable: {exc}") from exc
         if not exists:
             raise StoreUnavailable(f"collection {collection} is missing")
+        vectors = client.get_collection(collection).config.params.vectors
+        self.dense_vector = UNITS if isinstance(vectors, dict) and UNITS in vectors else DENSE
+
+    def _dense_query(self, vector: np.ndarray) -> list[float] | list[list[float]]:
+        """A multivector field takes its query as a list of vectors: one here, so MaxSim is the best cosine."""
+        values = vector.astype(float).tolist()
+        return [values] if self.dense_vector == UNITS else values
 
     def _query(
         self,
-        query: list[float] | models.SparseVector,
+        query: list[float] | list[list[float]] | models.SparseVector,
         using: str,
         limit: int,
         strategy: str | None,
@@ -96,7 +111,7 @@ class QdrantCollectionIndex:
 
     def _points(
         self,
-        query: list[float] | models.SparseVector,
+        query: list[float] | list[list[float]] | models.SparseVector,
         using: str,
         limit: int,
         strategy: str | None,
@@ -118,7 +133,7 @@ class QdrantCollectionIndex:
 
     def _ranked(
         self,
-        query: list[float] | models.SparseVector,
+        query: list[float] | list[list[float]] | models.SparseVector,
         using: str,
         limit: int,
         strategy: str | None,
@@ -130,7 +145,7 @@ class QdrantCollectionIndex:
     def dense_ranked(
         self, vector: np.ndarray, limit: int, strategy: str | None = None, language: str | None = None
     ) -> list[Ranked]:
-        return self._ranked(vector.astype(float).tolist(), DENSE, limit, strategy, language)
+        return self._ranked(self._dense_query(vector), self.dense_vector, limit, strategy, language)
 
     def sparse_ranked(
         self, vector: SparseVector, limit: int, strategy: str | None = None, language: str | None = None
@@ -142,7 +157,7 @@ class QdrantCollectionIndex:
     def dense_search(
         self, vector: np.ndarray, limit: int, strategy: str | None = None, language: str | None = None
     ) -> list[Hit]:
-        return self._query(vector.astype(float).tolist(), DENSE, limit, strategy, language)
+        return self._query(self._dense_query(vector), self.dense_vector, limit, strategy, language)
 
     def sparse_search(
         self, vector: SparseVector, limit: int, strategy: str | None = None, language: str | None = None

@@ -80,6 +80,7 @@ QUESTIONS = [
     ("How do I issue an access token for a CI job?", "operations.md api.md cli.md"),
     ("What does the status refused mean?", "operations.md api.md architecture.md"),
     ("How do I index documentation that has translations?", "operations.md architecture.md configuration.md"),
+    ("Why does a chunk get several dense vectors?", "architecture.md configuration.md"),
 ]
 
 

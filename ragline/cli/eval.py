@@ -173,6 +173,7 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
     report["index"]["fusion"] = args.fusion or base.fusion
     report["index"]["bm25_analyzer"] = setup.bm25_analyzer
     report["index"]["language_route"] = setup.language_route
+    report["index"]["dense_unit_tokens"] = opened.version.chunk_settings.get("dense_unit_tokens", 0)
     _write(args.out, report)
     return 0
 
@@ -195,8 +196,9 @@ def cmd_eval_beir(args: argparse.Namespace) -> int:
             model,
             base.chunk_target_tokens,
             base.chunk_max_tokens,
-            lambda p, d: EdgeShardWriter(p, d),
+            lambda p, d, u: EdgeShardWriter(p, d, u),
             base.bm25_analyzer,
+            base.dense_unit_tokens,
         )
         scorer = rerank_scorer(base) if "hybrid+rerank" in modes else None
         index = EdgeShardIndex(folder / info["key"] / "shard")
