@@ -55,7 +55,7 @@ class Settings(BaseSettings):
         ),
     )
     dense_unit_tokens: int = Field(
-        128,
+        0,
         ge=0,
         description=(
             "Multi-vector dense search: besides its own vector, a chunk gets one vector per unit of up to this "
