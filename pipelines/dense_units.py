@@ -9,7 +9,8 @@ as one multivector: [whole chunk, unit 1, unit 2, ...]. Qdrant's MaxSim comparat
 chunk by max(cosine) over them, so the whole-chunk match is never lost and one matching paragraph is
 enough. The chunk stays the unit of retrieval, citation and context: only its dense score changes.
 
-Measured in evals/RESULTS.md ("Multi-vector dense"); chosen there as the default.
+Measured in evals/RESULTS.md ("Multi-vector dense search"): off by default, because the gains on the
+documentation sets are within noise and 128-token units lower SciFact below its target.
 """
 
 from __future__ import annotations
