@@ -23,6 +23,12 @@ _ANCHOR = re.compile(r"\s*\{\s*#([\w\-]+)\s*\}\s*$")
 _SENTENCE_END = re.compile(r"(?<=[.!?。！？।॥])\s+")
 
 
+def heading_level(text: str) -> int:
+    """The level of the heading line `text` starts with (as the chunkers read headings); 0 for none."""
+    found = _HEADING.match(text.split("\n", 1)[0].strip())
+    return len(found.group(1)) if found else 0
+
+
 def slugify(text: str) -> str:
     text = unicodedata.normalize("NFKC", text).lower()
     text = re.sub(r"[^\w\s-]", "", text)

@@ -22,7 +22,6 @@ vector store holds; payloads need nothing they did not carry before.
 
 from __future__ import annotations
 
-import re
 from collections import defaultdict
 from collections.abc import Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -30,6 +29,7 @@ from dataclasses import dataclass
 import structlog
 
 from pipelines.built_once import BuiltOnce
+from pipelines.chunkers import heading_level
 from pipelines.documents import Chunk, chunk_key, plain_text
 from pipelines.language import TRANSLATION_FOLDERS
 from pipelines.ports import VectorIndex
@@ -40,8 +40,6 @@ log = structlog.get_logger(__name__)
 # can be read back from the chunks. `fixed` windows start mid-section and `sentence_window` units carry
 # no heading line, so their translations link by anchor only.
 WHOLE_SECTIONS = frozenset({"heading", "heading_packed"})
-
-_HEADING_LINE = re.compile(r"(#{1,6})\s")
 
 
 def original_document(document_id: str, source_language: str) -> str | None:
@@ -60,13 +58,6 @@ def anchors(chunk: Chunk) -> list[str]:
     sections = chunk.extra.get("sections") if chunk.extra else None
     found = [str(anchor) for _, anchor in sections] if sections else []
     return list(dict.fromkeys([chunk.anchor, *found]))
-
-
-def heading_level(text: str) -> int:
-    """The level of the heading line a section's text starts with; 0 for none (a page's text before its
-    first heading)."""
-    found = _HEADING_LINE.match(text)
-    return len(found.group(1)) if found else 0
 
 
 @dataclass(frozen=True)

@@ -27,20 +27,31 @@ UNITS = "units"
 point_id = chunk_key  # the store's point id of a chunk
 
 
-def check_units(expected: bool, units: Sequence[np.ndarray] | None, count: int) -> None:
-    """A writer created with (or without) multivectors gets them for every chunk (or for none)."""
-    if expected != (units is not None) or (units is not None and len(units) != count):
+def point_vectors(
+    i: int, dense: np.ndarray, sparse: Any, units: Sequence[np.ndarray] | None, writer_units: bool, count: int
+) -> dict[str, Any]:
+    """The named vectors of chunk `i`: its dense vector, its sparse vector (already in the store's own type)
+    and, for a writer created with multivectors, its units. A writer gets units for every chunk or none."""
+    if writer_units != (units is not None) or (units is not None and len(units) != count):
         raise ValueError(
-            f"writer expects units={expected}, got {None if units is None else len(units)} for {count} chunks"
+            f"writer expects units={writer_units}, got {None if units is None else len(units)} for {count} chunks"
         )
+    vector: dict[str, Any] = {DENSE: dense[i].astype(float).tolist(), SPARSE: sparse}
+    if units is not None:
+        vector[UNITS] = units[i].astype(float).tolist()
+    return vector
 
 
 def _dense_query(vector: np.ndarray, using: str = DENSE) -> qe.Query:
     return qe.Query.Nearest(vector.astype(float).tolist(), using=using)
 
 
+def _sparse(vector: SparseVector) -> qe.SparseVector:
+    return qe.SparseVector(indices=vector.indices, values=vector.values)
+
+
 def _sparse_query(vector: SparseVector) -> qe.Query:
-    return qe.Query.Nearest(qe.SparseVector(indices=vector.indices, values=vector.values), using=SPARSE)
+    return qe.Query.Nearest(_sparse(vector), using=SPARSE)
 
 
 def _filter(strategy: str | None, language: str | None = None) -> qe.Filter | None:
@@ -81,16 +92,14 @@ class EdgeShardWriter:
         sparse: Sequence[SparseVector],
         units: Sequence[np.ndarray] | None = None,
     ) -> None:
-        check_units(self.units, units, len(chunks))
-        points = []
-        for i, chunk in enumerate(chunks):
-            vector: dict[str, Any] = {
-                DENSE: dense[i].astype(float).tolist(),
-                SPARSE: qe.SparseVector(indices=sparse[i].indices, values=sparse[i].values),
-            }
-            if units is not None:
-                vector[UNITS] = units[i].astype(float).tolist()
-            points.append(qe.Point(id=point_id(chunk.chunk_id), vector=vector, payload=chunk.payload()))
+        points = [
+            qe.Point(
+                id=point_id(chunk.chunk_id),
+                vector=point_vectors(i, dense, _sparse(sparse[i]), units, self.units, len(chunks)),
+                payload=chunk.payload(),
+            )
+            for i, chunk in enumerate(chunks)
+        ]
         for start in range(0, len(points), 256):
             self._shard.update(qe.UpdateOperation.upsert_points(points[start : start + 256]))
 

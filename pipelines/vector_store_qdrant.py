@@ -14,7 +14,7 @@ from qdrant_client import QdrantClient, models
 from pipelines.bm25 import SparseVector
 from pipelines.documents import Chunk
 from pipelines.ports import Hit, Ranked, StoreUnavailable
-from pipelines.vector_store_edge import DENSE, SPARSE, UNITS, check_units, point_id
+from pipelines.vector_store_edge import DENSE, SPARSE, UNITS, point_id, point_vectors
 
 ACTIVE_ALIAS = "ragline_active"
 
@@ -64,13 +64,14 @@ class QdrantCollectionWriter:
         sparse: Sequence[SparseVector],
         units: Sequence[np.ndarray] | None = None,
     ) -> None:
-        check_units(self.units, units, len(chunks))
-        points = []
-        for i, chunk in enumerate(chunks):
-            vector: dict[str, Any] = {DENSE: dense[i].astype(float).tolist(), SPARSE: _sparse(sparse[i])}
-            if units is not None:
-                vector[UNITS] = units[i].astype(float).tolist()
-            points.append(models.PointStruct(id=point_id(chunk.chunk_id), vector=vector, payload=chunk.payload()))
+        points = [
+            models.PointStruct(
+                id=point_id(chunk.chunk_id),
+                vector=point_vectors(i, dense, _sparse(sparse[i]), units, self.units, len(chunks)),
+                payload=chunk.payload(),
+            )
+            for i, chunk in enumerate(chunks)
+        ]
         for start in range(0, len(points), 256):
             self.client.upsert(self.collection, points=points[start : start + 256], wait=True)
 
