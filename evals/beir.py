@@ -210,7 +210,9 @@ class BeirRun:
                 "recall@100": round(mean([s[1] for s in scores.values()]), 4),
                 "latency_ms": latency_summary(self.latency[mode]),
             }
-        return {"index": self.index, "modes": modes}
+        # Per claim, so two runs on the same qrels can be compared pair by pair (python -m evals.tables paired).
+        per_query = {mode: {q: round(s[0], 4) for q, s in scores.items()} for mode, scores in self.per_query.items()}
+        return {"index": self.index, "modes": modes, "ndcg@10_per_query": per_query}
 
 
 def evaluate_beir(

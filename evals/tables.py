@@ -2,6 +2,7 @@
 
 python -m evals.tables retrieval evals/results/fastapi_en.heading.json ...
 python -m evals.tables beir evals/results/scifact_train.json ...
+python -m evals.tables paired A.json B.json [MODE]   (two `eval beir` runs on the same qrels: B minus A)
 """
 
 from __future__ import annotations
@@ -10,6 +11,8 @@ import json
 import sys
 from pathlib import Path
 from typing import Any
+
+from evals.stats import mean, paired_bootstrap_ci, sign_test
 
 
 def retrieval_rows(path: Path) -> list[str]:
@@ -43,7 +46,34 @@ HEADERS = {
 }
 
 
+def paired_row(a_path: Path, b_path: Path, mode: str = "hybrid") -> str:
+    """nDCG@10 of B minus A over the claims both runs scored, with the paired bootstrap 95% interval
+    and the exact sign test that `ragline eval ab` reports."""
+    runs = [json.loads(p.read_text()).get("ndcg@10_per_query", {}).get(mode) for p in (a_path, b_path)]
+    if not runs[0] or not runs[1]:
+        raise ValueError(f"both files need per-claim nDCG@10 of mode {mode!r} (an `eval beir` output of this version)")
+    queries = sorted(set(runs[0]) & set(runs[1]))
+    if len(queries) != len(runs[0]) or len(queries) != len(runs[1]):
+        raise ValueError("the two runs scored different claims: compare runs on the same qrels")
+    a, b = [runs[0][q] for q in queries], [runs[1][q] for q in queries]
+    low, high = paired_bootstrap_ci(a, b)
+    return (
+        f"| {a_path.stem} | {b_path.stem} | {mode} | {len(queries)} | {mean(a):.4f} | {mean(b):.4f} | "
+        f"{mean(b) - mean(a):+.4f} | [{low:+.4f}, {high:+.4f}] | {sign_test(a, b):.3g} |"
+    )
+
+
 def main(argv: list[str]) -> int:
+    if argv[0] == "paired":
+        try:
+            row = paired_row(Path(argv[1]), Path(argv[2]), *(argv[3:4] or ["hybrid"]))
+        except ValueError as exc:
+            print(f"evals.tables paired: {exc}", file=sys.stderr)
+            return 2
+        print("| a | b | mode | n | nDCG@10 a | nDCG@10 b | b - a | 95% CI (paired bootstrap) | sign test p |")
+        print("|---" * 9 + "|")
+        print(row)
+        return 0
     kind, paths = argv[0], [Path(p) for p in argv[1:]]
     rows = [r for p in paths for r in (retrieval_rows(p) if kind == "retrieval" else beir_rows(p))]
     print("\n".join([HEADERS[kind], *rows]))

@@ -1,4 +1,4 @@
-"""Rank fusion of several candidate lists: RRF, weighted RRF and DBSF.
+"""Rank fusion of several candidate lists: RRF, weighted RRF, DBSF and convex combination.
 
 Every function takes one list per retriever (best first) of `(item, score)` pairs and returns the
 fused `(item, score)` list, best first, ties broken by item so the order is deterministic.
@@ -10,7 +10,7 @@ import statistics
 from collections.abc import Sequence
 
 Ranked = Sequence[tuple[str, float]]
-FUSIONS = ("rrf", "weighted_rrf", "dbsf")
+FUSIONS = ("rrf", "weighted_rrf", "dbsf", "convex")
 
 
 def _sorted(scores: dict[str, float]) -> list[tuple[str, float]]:
@@ -54,6 +54,32 @@ def distribution_based_score_fusion(lists: Sequence[Ranked]) -> list[tuple[str, 
     return _sorted(fused)
 
 
+def convex_combination(lists: Sequence[Ranked], weights: Sequence[float] | None = None) -> list[tuple[str, float]]:
+    """Convex combination of min-max scaled scores (Bruch et al. 2023, "An Analysis of Fusion Functions
+    for Hybrid Retrieval"): each list's scores are scaled to [0, 1] between its lowest and its highest,
+    weighted, and summed; an item a list did not return gets 0 from it. The weights are normalised to sum
+    to 1, so equal weights are the plain mean. Like DBSF it keeps score gaps, which RRF throws away: a
+    chunk one retriever is far surer of than of anything else ranks high even when the other retriever
+    missed it. Unlike DBSF's mean +- 3 standard deviations, min-max keeps that gap whole on a list of 30,
+    where one outlier also inflates the deviation that would scale it."""
+    weights = list(weights or [1.0] * len(lists))
+    if len(weights) != len(lists):
+        raise ValueError(f"{len(lists)} lists but {len(weights)} weights")
+    if any(w < 0 for w in weights) or not sum(weights) > 0:
+        raise ValueError("convex combination weights must not be negative and must not all be 0")
+    total = sum(weights)
+    fused: dict[str, float] = {}
+    for ranked, weight in zip(lists, weights, strict=True):
+        if not ranked:
+            continue
+        values = [s for _, s in ranked]
+        low, high = min(values), max(values)
+        for item, score in ranked:
+            scaled = 1.0 if high <= low else (score - low) / (high - low)
+            fused[item] = fused.get(item, 0.0) + weight / total * scaled
+    return _sorted(fused)
+
+
 def fuse(
     method: str, lists: Sequence[Ranked], k: int = 60, weights: Sequence[float] | None = None
 ) -> list[tuple[str, float]]:
@@ -65,6 +91,8 @@ def fuse(
         return weighted_rank_fusion(rankings, list(weights or [1.0] * len(lists)), k)
     if method == "dbsf":
         return distribution_based_score_fusion(lists)
+    if method == "convex":
+        return convex_combination(lists, weights)
     raise ValueError(f"unknown fusion {method!r}; valid: {', '.join(FUSIONS)}")
 
 

@@ -127,9 +127,12 @@ class Settings(BaseSettings):
     bm25_engine: Literal["qdrant", "memory"] = Field(
         "qdrant", description="BM25 engine: Qdrant sparse vectors with IDF, or rank-bm25 in memory."
     )
-    fusion: Literal["rrf", "weighted_rrf", "dbsf"] = Field("rrf", description="How hybrid retrieval fuses its lists.")
+    fusion: Literal["rrf", "weighted_rrf", "dbsf", "convex"] = Field(
+        "convex", description="How hybrid retrieval fuses its lists."
+    )
     fusion_weights: list[float] = Field(
-        default_factory=lambda: [1.0, 1.0], description="Weights of the dense and BM25 lists in weighted RRF."
+        default_factory=lambda: [1.0, 1.0],
+        description="Weights of the dense and BM25 lists in weighted RRF and convex fusion.",
     )
     language_filter: str | None = Field(
         None, description="Only retrieve chunks of this language (ISO code); overrides language_route."

@@ -13,7 +13,7 @@ from typing import Any
 VARIANTS: dict[str, tuple[str, ...]] = {
     "retrieval": ("hybrid", "dense", "bm25"),
     "bm25_engine": ("qdrant", "memory"),
-    "fusion": ("rrf", "weighted_rrf", "dbsf"),
+    "fusion": ("rrf", "weighted_rrf", "dbsf", "convex"),
     "language_route": ("question_and_source", "question", "all"),
     "rerank": ("none", "cross_encoder"),
     "coverage": ("vocabulary", "off"),

@@ -149,3 +149,19 @@ def test_eval_beir_scores_a_tiny_beir_folder(env: dict[str, str], tmp_path: Path
         assert {"n", "ndcg@10", "recall@100"} <= set(scores) and scores["n"] == 2
         assert scores["recall@100"] == 1.0  # three documents: every relevant one is within 100
     assert report["modes"]["hybrid"]["ndcg@10"] == 1.0
+    assert report["ndcg@10_per_query"]["hybrid"] == {"q1": 1.0, "q2": 1.0}
+
+    # Two fusions on the same qrels, compared claim by claim as evals/RESULTS.md does.
+    other = tmp_path / "beir.rrf.json"
+    done = ragline(env, "beir", "--data", str(data), "--modes", "bm25,hybrid", "--fusion", "rrf", "--out", str(other))
+    assert done.returncode == 0, done.stderr
+    table = subprocess.run(
+        [sys.executable, "-m", "evals.tables", "paired", str(other), str(out), "bm25"], capture_output=True, text=True
+    )
+    assert table.returncode == 0, table.stderr
+    row = table.stdout.strip().splitlines()[-1]
+    assert row.startswith("| beir.rrf | beir | bm25 | 2 |") and "+0.0000 | [+0.0000, +0.0000] | 1 |" in row
+    missing = subprocess.run(
+        [sys.executable, "-m", "evals.tables", "paired", str(other), str(out), "dense"], capture_output=True, text=True
+    )
+    assert missing.returncode != 0 and "per-claim nDCG@10 of mode 'dense'" in missing.stderr

@@ -1,10 +1,11 @@
-"""Rank fusion: RRF, weighted RRF and DBSF on small hand-checked lists."""
+"""Rank fusion: RRF, weighted RRF, DBSF and convex combination on small hand-checked lists."""
 
 from __future__ import annotations
 
 import pytest
 
 from pipelines.fusion import (
+    convex_combination,
     distribution_based_score_fusion,
     fuse,
     fuse_lane,
@@ -39,8 +40,35 @@ def test_dbsf_keeps_score_gaps_that_rrf_loses() -> None:
     assert all(0.0 <= s <= 2.0 for s in scores.values())
 
 
+def test_convex_combination_scales_each_list_between_its_lowest_and_highest() -> None:
+    dense = [("a", 0.90), ("b", 0.80), ("c", 0.70)]
+    sparse = [("c", 30.0), ("b", 10.0), ("d", 5.0)]
+    fused = dict(convex_combination([dense, sparse]))
+    assert fused["a"] == pytest.approx(0.5 * 1.0)  # dense's best, missing from BM25's list: 0 there
+    assert fused["b"] == pytest.approx(0.5 * 0.5 + 0.5 * 0.2)
+    assert fused["c"] == pytest.approx(0.5 * 0.0 + 0.5 * 1.0)
+    assert fused["d"] == pytest.approx(0.0)
+    bm25_heavy = dict(convex_combination([dense, sparse], [1.0, 3.0]))
+    assert bm25_heavy["c"] == pytest.approx(0.75) and bm25_heavy["a"] == pytest.approx(0.25)
+    assert convex_combination([[("x", 2.0)], []]) == [("x", 0.5)]  # one score: it is its list's best
+    with pytest.raises(ValueError, match="2 lists but 1 weights"):
+        convex_combination([dense, sparse], [1.0])
+    with pytest.raises(ValueError, match="must not all be 0"):
+        convex_combination([dense, sparse], [0.0, 0.0])
+
+
+def test_convex_keeps_a_lone_clear_winner_that_rrf_buries() -> None:
+    # BM25 is far surer of "lone" than of anything else and dense did not return it; "mid" and "d3" sit
+    # in the middle of both lists, a consensus RRF rewards above a first place in one list.
+    dense = [("d1", 0.80), ("d2", 0.78), ("mid", 0.75), ("d3", 0.74), ("x", 0.60)]
+    sparse = [("lone", 40.0), ("mid", 15.0), ("d3", 14.0), ("y", 10.0)]
+    rrf = [i for i, _ in reciprocal_rank_fusion([[i for i, _ in dense], [i for i, _ in sparse]])]
+    assert rrf[:2] == ["mid", "d3"] and rrf.index("lone") > 2
+    assert [i for i, _ in fuse("convex", [dense, sparse])][:2] == ["d1", "lone"]
+
+
 def test_fuse_names_the_valid_methods() -> None:
-    with pytest.raises(ValueError, match="valid: rrf, weighted_rrf, dbsf"):
+    with pytest.raises(ValueError, match="valid: rrf, weighted_rrf, dbsf, convex"):
         fuse("borda", [[("a", 1.0)]])
     assert fuse("dbsf", [[("a", 1.0)], []]) == [("a", 0.5)]
 

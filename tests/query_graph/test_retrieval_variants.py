@@ -51,13 +51,13 @@ def test_memory_bm25_engine_matches_the_sparse_vectors_on_an_identifier(harbor: 
     assert len(service.back.bm25_memory._engines) == 1, "the in-memory corpus is built once per index version"
 
 
-@pytest.mark.parametrize("fusion", ["rrf", "weighted_rrf", "dbsf"])
+@pytest.mark.parametrize("fusion", ["rrf", "weighted_rrf", "dbsf", "convex"])
 def test_fusion_variants(harbor: Harbor, fusion: str) -> None:
     reply = harbor.service(fusion_weights=[2.0, 1.0]).answer(PORT_Q, variants={"fusion": fusion})
     assert reply["status"] == "answered" and reply["retrieved"][0]["document_id"] == "guide/config.md"
     scores = [r["fused_score"] for r in reply["retrieved"]]
     assert scores == sorted(scores, reverse=True)
-    if fusion == "dbsf":
+    if fusion in ("dbsf", "convex"):
         assert scores[0] > 0.1  # scaled scores, not 1/(k + rank)
 
 
