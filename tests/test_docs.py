@@ -81,6 +81,7 @@ QUESTIONS = [
     ("What does the status refused mean?", "operations.md api.md architecture.md"),
     ("How do I index documentation that has translations?", "operations.md architecture.md configuration.md"),
     ("Why does a chunk get several dense vectors?", "architecture.md configuration.md"),
+    ("How are the dense and BM25 results combined?", "architecture.md configuration.md"),
 ]
 
 
