@@ -14,6 +14,7 @@ import re
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass
+from functools import lru_cache
 from typing import Any
 
 import snowballstemmer
@@ -87,18 +88,22 @@ _CAMEL = re.compile(r"[A-Z]+(?=[A-Z][a-z])|[A-Z]?[a-z]+|[A-Z]+|\d+")
 def analyze(text: str) -> list[str]:
     """Terms of a text: whole identifiers plus their parts, lower-cased, stop words removed."""
     terms: list[str] = []
-    for match in _TOKEN.finditer(text):
-        token = match.group(0)
-        whole = token.lower()
-        parts = {p.lower() for p in re.split(r"[\[\]._\-/]+", token) if p}
-        if len(parts) == 1 and re.search(r"[a-z][A-Z]", token):
-            parts = {p.lower() for p in _CAMEL.findall(token)}
-        if whole not in STOPWORDS:
-            terms.append(whole)
-        for part in sorted(parts):
-            if part != whole and part not in STOPWORDS and len(part) > 1:
-                terms.append(part)
+    for token in _TOKEN.findall(text):
+        terms.extend(token_terms(token))
     return terms
+
+
+@lru_cache(maxsize=262_144)
+def token_terms(token: str) -> tuple[str, ...]:
+    """One token's terms. Cached: documentation repeats a small vocabulary, and analysing every
+    occurrence again was most of the time of a BM25 pass over a text (and of the reranker's windows)."""
+    whole = token.lower()
+    parts = {p.lower() for p in re.split(r"[\[\]._\-/]+", token) if p}
+    if len(parts) == 1 and re.search(r"[a-z][A-Z]", token):
+        parts = {p.lower() for p in _CAMEL.findall(token)}
+    terms = [whole] if whole not in STOPWORDS else []
+    terms.extend(part for part in sorted(parts) if part != whole and part not in STOPWORDS and len(part) > 1)
+    return tuple(terms)
 
 
 _STEMMER = snowballstemmer.stemmer("english")

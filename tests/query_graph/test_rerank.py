@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import shutil
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
 import pytest
@@ -41,12 +42,27 @@ def test_a_long_passage_is_read_through_its_best_window() -> None:
     filler = " ".join(f"Section {i} describes an unrelated topic about colours and shapes." for i in range(40))
     passage = filler + " The dashboard listens on port 7420 by default."
     question = "Which port does the dashboard listen on?"
-    window = best_window(question, passage, 48, reranker.count_tokens)
+    window = best_window(question, passage, 48, reranker.token_starts)
     assert "port 7420" in window and reranker.count_tokens(window) <= 48
-    assert best_window(question, "Short text.", 48, reranker.count_tokens) == "Short text."
+    assert best_window(question, "Short text.", 48, reranker.token_starts) == "Short text."
     # Head truncation would have shown the model only filler; the window makes the evidence count.
     answer, distractor = reranker.scores(question, [passage, filler])
     assert answer > distractor + 3
+
+
+def test_concurrent_requests_share_the_sessions_and_get_the_same_scores() -> None:
+    # Two single-threaded sessions score batches side by side; requests arriving together queue for a
+    # free session. Each request must get exactly the scores it gets alone, and none may hang.
+    reranker = CrossEncoderReranker(RERANKER, threads=2)
+    passages = [
+        f"Harbor note {i}: the dashboard listens on port {7400 + i} when profile {i} is set." for i in range(10)
+    ]
+    questions = ["Which port does the dashboard listen on?", "How long are build logs kept?"]
+    alone = {q: reranker.scores(q, passages) for q in questions}
+    with ThreadPoolExecutor(max_workers=4) as pool:
+        together = list(pool.map(lambda q: (q, reranker.scores(q, passages)), questions * 3))
+    assert all(scores == alone[q] for q, scores in together)
+    assert len(set(map(tuple, alone.values()))) == 2  # the two questions are scored differently
 
 
 def test_rerank_variant_reorders_and_reports_scores(harbor: Harbor) -> None:
