@@ -309,6 +309,9 @@ def calibrate(
         "created_at": dt.datetime.now(dt.UTC).isoformat(timespec="seconds"),
         "index_version": version.version,
         "embedding_fingerprint": version.fingerprint,
+        # MaxSim over unit vectors scores higher than one vector per chunk: the CRAG dense bands hold
+        # only for indexes built with the same setting (pipelines/calibration_file.py warns otherwise).
+        "dense_unit_tokens": int(version.chunk_settings.get("dense_unit_tokens", 0)),
         "strategy": settings.chunk_strategy,
         "source": version.source,
         "languages": list(version.languages),

@@ -28,7 +28,7 @@ from hamilton import driver, node
 from hamilton.execution.graph_functions import combine_config_and_inputs, execute_lifecycle_for_node
 
 from pipelines.cache_redis import CacheUnavailable
-from pipelines.calibration_file import apply_calibration
+from pipelines.calibration_file import apply_calibration, warn_if_units_differ
 from pipelines.guardrails import Verdict
 from pipelines.ports import Cache, Embedder, VectorIndex
 from pipelines.registry import IndexVersion
@@ -196,6 +196,7 @@ class FrontHalf:
     def __init__(self, settings: Settings, embedder: Embedder, fingerprint: str, cache: Cache) -> None:
         applied = apply_calibration(settings, fingerprint)
         self.settings, self.calibrated, self.calibration_version = applied.settings, applied.values, applied.version
+        self._applied, self._units_checked = applied, set[str]()
         self.embedder, self.cache = embedder, cache
         self.centroids = Centroids(settings.data_dir)
         self._semantic: dict[str, tuple[float, SemanticSetup]] = {}
@@ -210,6 +211,11 @@ class FrontHalf:
 
     def inputs(self, version: IndexVersion, index: VectorIndex) -> dict[str, Any]:
         s = self.settings
+        if version.version not in self._units_checked:  # once per index version this process serves
+            self._units_checked.add(version.version)
+            warn_if_units_differ(
+                self._applied, version.version, int(version.chunk_settings.get("dense_unit_tokens", 0))
+            )
         centroid = None
         if s.topic_floor is not None:
             centroid = self.centroids.get(version.version, s.chunk_strategy, index, self.embedder)

@@ -11,6 +11,7 @@ import time
 from pathlib import Path
 
 import redis
+from structlog.testing import capture_logs
 
 from pipelines.cache_redis import RedisCache
 from pipelines.calibration_file import calibration_path
@@ -190,6 +191,18 @@ def test_calibration_file_is_read_at_start_for_its_own_model_only(
     assert (calibrated.settings.crag_lower, calibrated.settings.crag_upper) == (0.5, 0.6)
     explicit = make_service(calibration_file=path, topic_floor=0.2)  # a setting beats the file
     assert explicit.settings.topic_floor == 0.2 and explicit.settings.semantic_cache_threshold == 0.97
+    with capture_logs() as logs:  # making a service closes the previous one's shard: a new one answers
+        make_service(calibration_file=path).answer("How long does harbor keep build logs?")
+    assert not [e for e in logs if e["event"] == "calibration_for_other_dense_units"]  # fitted without units too
+    path.write_text(json.dumps({**record, "dense_unit_tokens": 128}))
+    with capture_logs() as logs:
+        on_units = make_service(calibration_file=path)
+        on_units.answer("How long does harbor keep build logs?")
+        on_units.answer("Which port does the harbor dashboard listen on?")
+    warned = [e for e in logs if e["event"] == "calibration_for_other_dense_units"]
+    assert len(warned) == 1 and warned[0]["calibrated_dense_unit_tokens"] == 128  # once per index version
+    assert warned[0]["index_dense_unit_tokens"] == 0 and "ragline calibrate" in warned[0]["hint"]
+    assert on_units.settings.crag_lower == 0.5  # still applied: same model; the operator is told to refit
     path.write_text(json.dumps({**record, "embedding_fingerprint": "another-model"}))
     other = make_service(calibration_file=path)
     assert other.settings.topic_floor is None and other.settings.semantic_cache_threshold is None
@@ -232,6 +245,7 @@ def test_calibrate_fits_and_writes_what_the_service_reads(
     written = json.loads(output.read_text())
     assert written["embedding_fingerprint"] == measuring.embedder.fingerprint.digest
     assert written["index_version"] == front_env.version and written["created_at"]
+    assert written["dense_unit_tokens"] == 0
     assert written["data"]["golden"][0]["sha256"] and written["data"]["off_topic"]["questions"] == 60
     topic = written["topic_gate"]
     assert topic["answered_share"] == 1.0 and 0.0 < topic["floor"] < 1.0
