@@ -262,7 +262,10 @@ def chunk_heading_packed(
             chunk = _chunk(document, "heading_packed", len(chunks), text, first.heading_path, first.anchor, count)
             if len(run) > 1:  # where each section starts, so a citation can link to the one it quotes
                 starts = section_starts([(part, [[0, section.anchor]]) for section, part in run])
-                chunk = replace(chunk, extra={**chunk.extra, "sections": starts})
+                paths: dict[str, list[str]] = {}  # and its heading path, shown beside that link
+                for section, _ in run:
+                    paths.setdefault(section.anchor, section.heading_path)
+                chunk = replace(chunk, extra={**chunk.extra, "sections": starts, "section_paths": paths})
             chunks.append(chunk)
             run.clear()
 

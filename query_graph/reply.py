@@ -20,8 +20,9 @@ NO_ANSWER_TEXT = "I don't know: the documents do not cover this question."
 def _retrieved_entry(candidate: Candidate, quoted: str | None, terms: set[str]) -> dict[str, object]:
     """A candidate as `retrieved` lists it, linked to the section it was used for: a cited chunk to the
     section of its first cited sentence (as its citation), an uncited `heading_packed` chunk to its
-    section sharing the most content words with the question (the first on a tie). A chunk's own anchor
-    and URI are its first section's, which says nothing about which packed section answered."""
+    section sharing the most content words with the question (the first on a tie), with that section's
+    heading path. A chunk's own anchor, URI and heading path are its first section's, which says nothing
+    about which packed section answered."""
     out = candidate.as_dict()
     chunk = candidate.chunk
     if quoted is not None:
@@ -33,6 +34,11 @@ def _retrieved_entry(candidate: Candidate, quoted: str | None, terms: set[str]) 
         return out
     if anchor != chunk.anchor:  # the chunk's own section: its entry exactly as before
         out["anchor"], out["source_uri"] = anchor, chunk.uri_at(anchor)
+        # The section's own heading path where the chunk records it (a packed chunk's own sections; not a
+        # neighbour's, nor in an index built before the chunk carried them): else the chunk's, as before.
+        paths = chunk.extra.get("section_paths") if chunk.extra else None
+        if paths and anchor in paths:
+            out["heading_path"] = list(paths[anchor])
     return out
 
 

@@ -5,6 +5,7 @@ only the graph around them is left out (no index, no retrieval: the candidates a
 
 from __future__ import annotations
 
+from dataclasses import replace
 from typing import Any
 
 from pipelines.chunkers import chunk_document
@@ -71,7 +72,11 @@ def test_a_cited_packed_chunk_is_listed_at_the_section_it_was_quoted_from() -> N
     assert [(c["chunk_id"], c["anchor"]) for c in out["citations"]] == [(hit.chunk_id, "ports")]
     listed = entry(out, hit)
     assert listed["anchor"] == "ports" and listed["source_uri"] == "file:///docs/ops.md#ports"
-    assert listed["heading_path"] == hit.heading_path and listed["fused_rank"] == 1  # the rest as before
+    assert listed["heading_path"] == ["Operations", "Ports"] != hit.heading_path  # the section's, not the chunk's
+    assert listed["fused_rank"] == 1 and listed["title"] == hit.title  # the rest as before
+    # An index built before chunks recorded their sections' paths: the chunk's own path, as before.
+    older = replace(hit, extra={k: v for k, v in hit.extra.items() if k != "section_paths"})
+    assert entry(answer("Which port does the dashboard listen on?", [older]), older)["heading_path"] == hit.heading_path
 
 
 def test_a_chunk_cited_for_its_neighbours_sentence_is_listed_at_that_section() -> None:
@@ -94,7 +99,7 @@ def test_an_uncited_packed_chunk_is_listed_at_the_section_sharing_most_question_
     out = answer("Which port does the dashboard listen on?", [other, hit], min_score=2.0)
 
     assert out["status"] == "no_answer" and not out["citations"]
-    assert entry(out, hit)["anchor"] == "ports"
+    assert entry(out, hit)["anchor"] == "ports" and entry(out, hit)["heading_path"] == ["Operations", "Ports"]
     assert entry(out, hit)["source_uri"] == "file:///docs/ops.md#ports"
     # A chunk of one section is listed as it is.
     assert entry(out, other) == Candidate(other, 1, 1 / 61, 1, 0.5, None, None).as_dict()
