@@ -389,7 +389,9 @@ def register(commands: Any) -> None:
     beir.add_argument("--data", required=True, help="folder with corpus.jsonl, queries.jsonl, qrels/")
     beir.add_argument("--qrels", help="qrels TSV to score (default: DATA/qrels/test.tsv)")
     beir.add_argument("--modes", default="dense,bm25,hybrid,hybrid+rerank")
-    beir.add_argument("--fusion", help="fusion of the hybrid modes: rrf, weighted_rrf, dbsf, convex (default: RAGLINE_FUSION)")
+    beir.add_argument(
+        "--fusion", help="fusion of the hybrid modes: rrf, weighted_rrf, dbsf, convex (default: RAGLINE_FUSION)"
+    )
     beir.add_argument("--embedding-model", help="embedder (default: RAGLINE_EMBEDDING_MODEL)")
     beir.add_argument("--out", required=True)
     beir.set_defaults(func=cmd_eval_beir)
