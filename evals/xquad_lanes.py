@@ -82,12 +82,16 @@ def evaluate_lanes(
     settings: Settings,
 ) -> dict[str, Any]:
     """own@5 and original@5 per route and question language, with hybrid retrieval (module docstring)."""
-    report: dict[str, Any] = {"languages": list(languages), "routes": {}}
+    report: dict[str, Any] = {"languages": list(languages), "fusion": settings.fusion, "routes": {}}
     vectors = {lang: [embedder.embed_query(q["question"]) for q in questions[lang]] for lang in languages}
     for route in routes:
-        setup = SearchSetup(
+        setup = SearchSetup(  # the retrieval settings a server would use, so a default's change is measured
             index=index,
             strategy=strategy,
+            candidates=settings.candidates,
+            rrf_k=settings.rrf_k,
+            fusion=settings.fusion,
+            fusion_weights=(settings.fusion_weights[0], settings.fusion_weights[1]),
             bm25_analyzer=version.chunk_settings.get("bm25_analyzer", "plain"),
             index_languages=tuple(version.languages),
             language_route=route,
