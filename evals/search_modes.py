@@ -12,6 +12,7 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 import numpy as np
 
@@ -20,6 +21,7 @@ from pipelines.documents import Chunk, chunk_key
 from pipelines.guardrails import detect_question_language
 from pipelines.language_lanes import Lane, fuse_lanes, lanes
 from pipelines.ports import Hit, VectorIndex
+from pipelines.settings import Settings
 from pipelines.translations import Originals, OriginalsCache
 
 MODES = ("dense", "bm25", "hybrid", "hybrid+rerank")
@@ -45,6 +47,25 @@ class SearchSetup:
     language_min_confidence: float = 0.5  # below it the question's language counts as unknown (as the gate's)
 
     originals: OriginalsCache = field(default_factory=OriginalsCache)
+
+    @classmethod
+    def from_settings(
+        cls, settings: Settings, index: VectorIndex, strategy: str | None, **overrides: Any
+    ) -> SearchSetup:
+        """The retrieval settings a server would search with (one place, so a changed default reaches
+        every evaluation); `overrides` for what an evaluation sets itself (its index's analyzer and
+        languages, a `--fusion` flag, a reranker)."""
+        values: dict[str, Any] = {
+            "candidates": settings.candidates,
+            "rrf_k": settings.rrf_k,
+            "fusion": settings.fusion,
+            "fusion_weights": (settings.fusion_weights[0], settings.fusion_weights[1]),
+            "rerank_depth": settings.rerank_depth,
+            "language_route": settings.language_route,
+            "source_language": settings.source_language,
+            "language_min_confidence": settings.language_min_confidence,
+        }
+        return cls(index=index, strategy=strategy, **{**values, **overrides})
 
     def originals_for(self, lanes: Sequence[Lane]) -> Originals | None:
         """The translation table, when a lane lists originals (read from the index once)."""

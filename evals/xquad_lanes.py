@@ -85,18 +85,13 @@ def evaluate_lanes(
     report: dict[str, Any] = {"languages": list(languages), "fusion": settings.fusion, "routes": {}}
     vectors = {lang: [embedder.embed_query(q["question"]) for q in questions[lang]] for lang in languages}
     for route in routes:
-        setup = SearchSetup(  # the retrieval settings a server would use, so a default's change is measured
-            index=index,
-            strategy=strategy,
-            candidates=settings.candidates,
-            rrf_k=settings.rrf_k,
-            fusion=settings.fusion,
-            fusion_weights=(settings.fusion_weights[0], settings.fusion_weights[1]),
+        setup = SearchSetup.from_settings(  # as a server would search, so a default's change is measured
+            settings,
+            index,
+            strategy,
             bm25_analyzer=version.chunk_settings.get("bm25_analyzer", "plain"),
             index_languages=tuple(version.languages),
             language_route=route,
-            source_language=settings.source_language,
-            language_min_confidence=settings.language_min_confidence,
         )
         by_language = {}
         for lang in languages:

@@ -148,21 +148,16 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
         modes = _modes(args.modes)
         scorer = rerank_scorer(base) if "hybrid+rerank" in modes else None
         with opened_index(settings) as opened:
-            setup = SearchSetup(
-                index=opened.index,
-                strategy=settings.chunk_strategy,
-                candidates=settings.candidates,
-                rrf_k=settings.rrf_k,
+            setup = SearchSetup.from_settings(
+                base,
+                opened.index,
+                settings.chunk_strategy,
                 fusion=args.fusion or base.fusion,
-                fusion_weights=(base.fusion_weights[0], base.fusion_weights[1]),
                 rerank=scorer,
-                rerank_depth=base.rerank_depth,
                 # The version's own analyzer and languages: an index reused from an earlier build keeps them.
                 bm25_analyzer=opened.version.chunk_settings.get("bm25_analyzer", "plain"),
                 index_languages=tuple(opened.version.languages),
                 language_route=args.language_route or base.language_route,
-                source_language=base.source_language,
-                language_min_confidence=base.language_min_confidence,
             )
             run = evaluate_retrieval(questions, modes, load_embedder(settings.embedding_model), setup, opened.info)
     except (ValueError, OSError, RuntimeError) as exc:  # RuntimeError: a failed build, reranker or judge
@@ -203,15 +198,13 @@ def cmd_eval_beir(args: argparse.Namespace) -> int:
         scorer = rerank_scorer(base) if "hybrid+rerank" in modes else None
         index = EdgeShardIndex(folder / info["key"] / "shard")
         try:
-            setup = SearchSetup(
-                index=index,
-                strategy=None,
+            setup = SearchSetup.from_settings(
+                base,
+                index,
+                None,
                 candidates=100,
-                rrf_k=base.rrf_k,
                 fusion=args.fusion or base.fusion,
-                fusion_weights=(base.fusion_weights[0], base.fusion_weights[1]),
                 rerank=scorer,
-                rerank_depth=base.rerank_depth,
                 bm25_analyzer=base.bm25_analyzer,
                 index_languages=("en",),  # evals/beir.py indexes every abstract as English
             )
