@@ -118,7 +118,13 @@ def chunk_corpus(corpus: Sequence[Document], count: Callable[[str], int], target
 
 
 def index_key(
-    data: BeirData, embedding_model: str, target: int, limit: int, bm25_analyzer: str = "plain", unit_tokens: int = 0
+    data: BeirData,
+    embedding_model: str,
+    target: int,
+    limit: int,
+    bm25_analyzer: str = "plain",
+    unit_tokens: int = 0,
+    unit_scope: str = "all",
 ) -> str:
     digest = hashlib.sha256()
     for doc in data.corpus:
@@ -127,6 +133,8 @@ def index_key(
     # The defaults of earlier shards (plain, no units) add nothing, so those shards keep their keys.
     analyzer = [] if bm25_analyzer == "plain" else [bm25_analyzer]
     units = [f"units={unit_tokens}"] if unit_tokens else []
+    if unit_tokens and unit_scope != "all":
+        units.append(f"unit_scope={unit_scope}")
     digest.update(json.dumps([fingerprint, target, limit, indexing.ANALYZER_VERSION, *analyzer, *units]).encode())
     return digest.hexdigest()[:12]
 
@@ -140,9 +148,10 @@ def build_or_reuse(
     writer: Callable[[Path, int, bool], VectorIndexWriter],
     bm25_analyzer: str = "plain",
     unit_tokens: int = 0,
+    unit_scope: str = "all",
 ) -> dict[str, Any]:
     """Write the shard once; a `complete.json` beside it marks a finished build to reuse."""
-    key = index_key(data, embedding_model, target, limit, bm25_analyzer, unit_tokens)
+    key = index_key(data, embedding_model, target, limit, bm25_analyzer, unit_tokens, unit_scope)
     marker = folder / key / "complete.json"
     if marker.is_file():
         return {**json.loads(marker.read_text()), "reused": True}
@@ -160,6 +169,7 @@ def build_or_reuse(
         overlap_tokens=0,
         bm25_analyzer=bm25_analyzer,
         dense_unit_tokens=unit_tokens,
+        dense_unit_scope=unit_scope,
     )
 
     def progress(done: int, total: int) -> None:
@@ -183,6 +193,7 @@ def build_or_reuse(
         "embedding_model": embedding_model,
         "bm25_analyzer": bm25_analyzer,
         "dense_unit_tokens": unit_tokens,
+        "dense_unit_scope": unit_scope,
         "fingerprint": embedder.fingerprint.digest,
         "build_seconds": round(time.perf_counter() - started, 1),
     }

@@ -33,6 +33,7 @@ from typing import Any
 import numpy as np
 
 from evals.golden import GoldenQuestion, load_golden
+from pipelines import dense_units
 from pipelines.calibration_file import calibration_path, write_calibration
 from pipelines.semantic_cache import lexical_signature
 from pipelines.settings import Settings
@@ -312,6 +313,7 @@ def calibrate(
         # MaxSim over unit vectors scores higher than one vector per chunk: the CRAG dense bands hold
         # only for indexes built with the same setting (pipelines/calibration_file.py warns otherwise).
         "dense_unit_tokens": int(version.chunk_settings.get("dense_unit_tokens", 0)),
+        "dense_units": dense_units.described(version.chunk_settings),
         "strategy": settings.chunk_strategy,
         "source": version.source,
         "languages": list(version.languages),

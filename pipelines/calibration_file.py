@@ -16,6 +16,7 @@ from typing import Any
 
 import structlog
 
+from pipelines import dense_units
 from pipelines.settings import Settings
 
 log = structlog.get_logger(__name__)
@@ -39,7 +40,7 @@ class Applied:
     settings: Settings
     values: dict[str, float]  # the fields the file filled in
     version: str  # digest of the thresholds in force; part of the answer-cache namespace
-    dense_unit_tokens: int | None = None  # the units setting of the index it was fitted on, when applied
+    dense_units: str | None = None  # the units setting of the index it was fitted on, when applied
 
 
 def calibration_path(settings: Settings) -> Path:
@@ -85,23 +86,25 @@ def apply_calibration(settings: Settings, fingerprint: str) -> Applied:
     applied = settings.model_copy(update=values) if values else settings
     in_force = {f: getattr(applied, f) for f in CALIBRATED_FIELDS}
     blob = json.dumps([in_force, (calibration or {}).get("created_at")], sort_keys=True, default=str)
-    units = int(calibration.get("dense_unit_tokens", 0)) if calibration is not None and values else None
+    units = None
+    if calibration is not None and values:  # files from before the scope record only the token count
+        units = calibration.get("dense_units") or dense_units.describe(int(calibration.get("dense_unit_tokens", 0)))
     return Applied(applied, values, hashlib.sha256(blob.encode()).hexdigest()[:12], units)
 
 
-def warn_if_units_differ(applied: Applied, version: str, built_units: int) -> bool:
+def warn_if_units_differ(applied: Applied, version: str, built_units: str) -> bool:
     """Warn when the calibration in force was fitted on an index whose dense search had another units
     setting (pipelines/dense_units.py) than the index now served: a chunk's MaxSim over its unit vectors
     is at least its own cosine, so the CRAG dense bands sit on another scale there. The file still
     applies (same model: the topic gate and the semantic cache compare questions, not chunks); the
     operator is told to run `ragline calibrate` again. Returns whether it warned."""
-    if applied.dense_unit_tokens is None or applied.dense_unit_tokens == built_units:
+    if applied.dense_units is None or applied.dense_units == built_units:
         return False
     log.warning(
         "calibration_for_other_dense_units",
         version=version,
-        calibrated_dense_unit_tokens=applied.dense_unit_tokens,
-        index_dense_unit_tokens=built_units,
+        calibrated_dense_units=applied.dense_units,
+        index_dense_units=built_units,
         hint="CRAG dense bands were fitted on another scale; run `ragline calibrate` for this index",
     )
     return True

@@ -15,6 +15,9 @@ documentation sets are within noise and 128-token units lower SciFact below its 
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+from typing import Any
+
 from pipelines.chunkers import TokenCounter, split_block, split_blocks
 from pipelines.documents import Chunk
 
@@ -29,12 +32,40 @@ def with_trail(chunk: Chunk, text: str) -> str:
     return f"{head}\n\n{text}" if head else text
 
 
-def unit_texts(chunk: Chunk, count: TokenCounter, limit: int) -> list[str]:
+SCOPES = ("all", "tables")
+
+
+def describe(tokens: int, scope: str = "all") -> str:
+    """The units setting as one label: "off", "128" (all text) or "128 tables"."""
+    if tokens <= 0:
+        return "off"
+    return str(tokens) if scope == "all" else f"{tokens} {scope}"
+
+
+def described(chunk_settings: Mapping[str, Any]) -> str:
+    """The label of an index version's units setting (versions from before the scope used all text)."""
+    return describe(int(chunk_settings.get("dense_unit_tokens", 0)), str(chunk_settings.get("dense_unit_scope", "all")))
+
+
+def is_table(block: str) -> bool:
+    """A Markdown table block: rows of cells, the header's separator row among them."""
+    return block.lstrip().startswith("|") and "\n" in block
+
+
+def unit_texts(chunk: Chunk, count: TokenCounter, limit: int, scope: str = "all") -> list[str]:
     """The chunk's units, each with its trail; empty when the chunk is a single unit (its own vector
-    already is that unit's vector)."""
+    already is that unit's vector). `scope="tables"`: only the chunk's tables are cut into units (rows
+    under their header); its prose is left to the chunk's own vector."""
     if limit <= 0:
         return []
-    pieces = [piece for block in split_blocks(chunk.text.split("\n")) for piece in split_block(block, count, limit)]
+    if scope not in SCOPES:
+        raise ValueError(f"unknown dense unit scope {scope!r}; known: {', '.join(SCOPES)}")
+    blocks = split_blocks(chunk.text.split("\n"))
+    # The prose a tables-scope cut leaves out: without any (headings aside), one unit is the chunk itself.
+    prose = [b for b in blocks if not is_table(b) and not b.lstrip().startswith("#")]
+    if scope == "tables":
+        blocks = [block for block in blocks if is_table(block)]
+    pieces = [piece for block in blocks for piece in split_block(block, count, limit)]
     units: list[str] = []
     current: list[str] = []
     for piece in pieces:
@@ -44,6 +75,6 @@ def unit_texts(chunk: Chunk, count: TokenCounter, limit: int) -> list[str]:
         current.append(piece)
     if current:
         units.append("\n\n".join(current))
-    if len(units) <= 1:
+    if len(units) <= 1 and (scope == "all" or not prose):
         return []
     return [with_trail(chunk, unit) for unit in units]

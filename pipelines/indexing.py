@@ -61,6 +61,7 @@ class BuildRequest:
     context_tokens: int = 0
     bm25_analyzer: str = "plain"
     dense_unit_tokens: int = 0
+    dense_unit_scope: str = "all"
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: Any) -> BuildRequest:
@@ -77,6 +78,7 @@ class BuildRequest:
             "context_tokens": settings.chunk_context_tokens,
             "bm25_analyzer": settings.bm25_analyzer,
             "dense_unit_tokens": settings.dense_unit_tokens,
+            "dense_unit_scope": settings.dense_unit_scope,
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         for key in ("include", "exclude", "strategies"):
@@ -88,6 +90,12 @@ class BuildRequest:
         return cls(**values)
 
     def chunk_settings(self) -> dict[str, Any]:
+        # The scope only when it narrows the units: versions built before it existed keep their digest.
+        scope = (
+            {"dense_unit_scope": self.dense_unit_scope}
+            if self.dense_unit_tokens and self.dense_unit_scope != "all"
+            else {}
+        )
         return {
             "target_tokens": self.target_tokens,
             "max_tokens": self.max_tokens,
@@ -96,6 +104,7 @@ class BuildRequest:
             "context_tokens": self.context_tokens,
             "bm25_analyzer": self.bm25_analyzer,
             "dense_unit_tokens": self.dense_unit_tokens,
+            **scope,
             "include": list(self.include),
             "exclude": list(self.exclude),
             "analyzer": ANALYZER_VERSION,
@@ -225,7 +234,10 @@ def embed_chunks(
         dense, reused, computed = _embed_cached(embedder, cache, texts, progress)
         units = None
         if request.dense_unit_tokens > 0:
-            per_chunk = [dense_units.unit_texts(c, embedder.count_tokens, request.dense_unit_tokens) for c in chunks]
+            per_chunk = [
+                dense_units.unit_texts(c, embedder.count_tokens, request.dense_unit_tokens, request.dense_unit_scope)
+                for c in chunks
+            ]
             flat = [t for texts_of in per_chunk for t in texts_of]
             unit_vectors, unit_reused, unit_computed = _embed_cached(embedder, cache, flat, progress)
             reused, computed = reused + unit_reused, computed + unit_computed

@@ -55,11 +55,18 @@ class Settings(BaseSettings):
         ),
     )
     dense_unit_tokens: int = Field(
-        0,
+        128,
         ge=0,
         description=(
             "Multi-vector dense search: besides its own vector, a chunk gets one vector per unit of up to this "
             "many tokens of its text, and is scored by the best of them (MaxSim); 0: one vector per chunk."
+        ),
+    )
+    dense_unit_scope: Literal["all", "tables"] = Field(
+        "tables",
+        description=(
+            "Which text gets unit vectors when dense_unit_tokens > 0: `all` of a chunk's text, or only its "
+            "`tables` (cut by rows under their header; a chunk without a table keeps its one vector)."
         ),
     )
     chunk_context_tokens: int = Field(

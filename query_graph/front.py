@@ -27,6 +27,7 @@ import structlog
 from hamilton import driver, node
 from hamilton.execution.graph_functions import combine_config_and_inputs, execute_lifecycle_for_node
 
+from pipelines import dense_units
 from pipelines.cache_redis import CacheUnavailable
 from pipelines.calibration_file import apply_calibration, warn_if_units_differ
 from pipelines.guardrails import Verdict
@@ -213,9 +214,7 @@ class FrontHalf:
         s = self.settings
         if version.version not in self._units_checked:  # once per index version this process serves
             self._units_checked.add(version.version)
-            warn_if_units_differ(
-                self._applied, version.version, int(version.chunk_settings.get("dense_unit_tokens", 0))
-            )
+            warn_if_units_differ(self._applied, version.version, dense_units.described(version.chunk_settings))
         centroid = None
         if s.topic_floor is not None:
             centroid = self.centroids.get(version.version, s.chunk_strategy, index, self.embedder)

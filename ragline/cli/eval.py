@@ -169,6 +169,7 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
     report["index"]["bm25_analyzer"] = setup.bm25_analyzer
     report["index"]["language_route"] = setup.language_route
     report["index"]["dense_unit_tokens"] = opened.version.chunk_settings.get("dense_unit_tokens", 0)
+    report["index"]["dense_unit_scope"] = opened.version.chunk_settings.get("dense_unit_scope", "all")
     _write(args.out, report)
     return 0
 
@@ -194,6 +195,7 @@ def cmd_eval_beir(args: argparse.Namespace) -> int:
             lambda p, d, u: EdgeShardWriter(p, d, u),
             base.bm25_analyzer,
             base.dense_unit_tokens,
+            base.dense_unit_scope,
         )
         scorer = rerank_scorer(base) if "hybrid+rerank" in modes else None
         index = EdgeShardIndex(folder / info["key"] / "shard")

@@ -81,6 +81,28 @@ def test_a_chunk_of_one_unit_gets_no_extra_vectors(embedder) -> None:  # type: i
     assert unit_texts(long_chunk(embedder), embedder.count_tokens, 0) == []
 
 
+def test_tables_scope_cuts_only_the_tables(embedder) -> None:  # type: ignore[no-untyped-def]
+    chunk = long_chunk(embedder)
+    units = unit_texts(chunk, embedder.count_tokens, 128, scope="tables")
+    head = trail(chunk)
+    bodies = [u[len(head) + 2 :] for u in units]
+    # Only table rows, each unit under the table's header, every row of the table in some unit.
+    assert len(bodies) >= 2
+    assert all(body.startswith("| setting | meaning |\n|---|---|") for body in bodies)
+    assert all(line.startswith("|") for body in bodies for line in body.splitlines())
+    rows = [line for line in chunk.text.splitlines() if "`queue_" in line]
+    assert rows and all(any(row in body for body in bodies) for row in rows)
+    # A chunk without a table keeps its one vector, and a chunk that is one small table adds nothing.
+    prose = page("ops/prose.md", "# Prose\n\n" + FILLER * 6)
+    (plain,) = chunk_heading_packed(prose, embedder.count_tokens)
+    assert unit_texts(plain, embedder.count_tokens, 128, scope="tables") == []
+    small = page("ops/table.md", "# Ports\n\n| port | use |\n|---|---|\n| 7420 | API |\n")
+    (table,) = chunk_heading_packed(small, embedder.count_tokens)
+    assert unit_texts(table, embedder.count_tokens, 128, scope="tables") == []
+    with pytest.raises(ValueError, match="unknown dense unit scope"):
+        unit_texts(chunk, embedder.count_tokens, 128, scope="rows")
+
+
 def _maxsim(embedder, chunk, question_vector) -> float:  # type: ignore[no-untyped-def]
     vectors = embedder.embed_passages([embedding_text(chunk), *unit_texts(chunk, embedder.count_tokens, 128)])
     return float(np.max(vectors @ question_vector))
@@ -97,7 +119,8 @@ def test_dense_search_scores_a_chunk_by_its_best_vector(
     question = embedder.embed_query(QUESTION)
     scores = {}
     for tokens in (0, 128):
-        run = settings.model_copy(update={"dense_unit_tokens": tokens, "home": tmp_path / f"home{tokens}"})
+        units = {"dense_unit_tokens": tokens, "dense_unit_scope": "all"}  # the eviction paragraph is prose
+        run = settings.model_copy(update={**units, "home": tmp_path / f"home{tokens}"})
         if store == "qdrant_collection":
             run = run.model_copy(update={"qdrant_url": f"local:{tmp_path / f'qdrant{tokens}'}"})
         stores = open_stores(run)

@@ -13,6 +13,7 @@ from pathlib import Path
 import redis
 from structlog.testing import capture_logs
 
+from pipelines import dense_units
 from pipelines.cache_redis import RedisCache
 from pipelines.calibration_file import calibration_path
 from pipelines.topic_gate import centroid_path, similarity
@@ -176,10 +177,12 @@ def test_calibration_file_is_read_at_start_for_its_own_model_only(
     make_service: ServiceFactory,  # noqa: F811
 ) -> None:
     path = front_env.settings.data_dir / "calibration-test.json"
-    fingerprint = make_service().embedder.fingerprint.digest
+    first = make_service()
+    fingerprint, served = first.embedder.fingerprint.digest, dense_units.described(first.active()[0].chunk_settings)
     record = {
         "created_at": "2026-11-30T00:00:00+00:00",
         "embedding_fingerprint": fingerprint,
+        "dense_units": served,
         "topic_gate": {"floor": 0.123},
         "semantic_cache": {"threshold": 0.97},
         "crag": {"lower": 0.5, "upper": 0.6},
@@ -193,15 +196,15 @@ def test_calibration_file_is_read_at_start_for_its_own_model_only(
     assert explicit.settings.topic_floor == 0.2 and explicit.settings.semantic_cache_threshold == 0.97
     with capture_logs() as logs:  # making a service closes the previous one's shard: a new one answers
         make_service(calibration_file=path).answer("How long does harbor keep build logs?")
-    assert not [e for e in logs if e["event"] == "calibration_for_other_dense_units"]  # fitted without units too
-    path.write_text(json.dumps({**record, "dense_unit_tokens": 128}))
+    assert not [e for e in logs if e["event"] == "calibration_for_other_dense_units"]  # fitted on the same units
+    path.write_text(json.dumps({**record, "dense_units": "128"}))  # fitted on units of all text
     with capture_logs() as logs:
         on_units = make_service(calibration_file=path)
         on_units.answer("How long does harbor keep build logs?")
         on_units.answer("Which port does the harbor dashboard listen on?")
     warned = [e for e in logs if e["event"] == "calibration_for_other_dense_units"]
-    assert len(warned) == 1 and warned[0]["calibrated_dense_unit_tokens"] == 128  # once per index version
-    assert warned[0]["index_dense_unit_tokens"] == 0 and "ragline calibrate" in warned[0]["hint"]
+    assert len(warned) == 1 and warned[0]["calibrated_dense_units"] == "128"  # once per index version
+    assert warned[0]["index_dense_units"] == served != "128" and "ragline calibrate" in warned[0]["hint"]
     assert on_units.settings.crag_lower == 0.5  # still applied: same model; the operator is told to refit
     path.write_text(json.dumps({**record, "embedding_fingerprint": "another-model"}))
     other = make_service(calibration_file=path)
@@ -245,7 +248,7 @@ def test_calibrate_fits_and_writes_what_the_service_reads(
     written = json.loads(output.read_text())
     assert written["embedding_fingerprint"] == measuring.embedder.fingerprint.digest
     assert written["index_version"] == front_env.version and written["created_at"]
-    assert written["dense_unit_tokens"] == 0
+    assert written["dense_units"] == dense_units.described(measuring.active()[0].chunk_settings)
     assert written["data"]["golden"][0]["sha256"] and written["data"]["off_topic"]["questions"] == 60
     topic = written["topic_gate"]
     assert topic["answered_share"] == 1.0 and 0.0 < topic["floor"] < 1.0
