@@ -17,6 +17,8 @@ from typing import Any
 import numpy as np
 
 from pipelines import bm25, fusion
+from pipelines.bm25_feedback import expanded_query
+from pipelines.bm25_memory import MemoryBM25Cache
 from pipelines.documents import Chunk, chunk_key
 from pipelines.guardrails import detect_question_language
 from pipelines.language_lanes import Lane, fuse_lanes, lanes
@@ -45,8 +47,12 @@ class SearchSetup:
     language_route: str = "question_and_source"
     source_language: str | None = "en"
     language_min_confidence: float = 0.5  # below it the question's language counts as unknown (as the gate's)
+    feedback_docs: int = 0  # hybrid's BM25 feedback (pipelines/bm25_feedback.py); 0: off
+    feedback_terms: int = 20
+    feedback_weight: float = 0.2
 
     originals: OriginalsCache = field(default_factory=OriginalsCache)
+    bm25_memory: MemoryBM25Cache = field(default_factory=MemoryBM25Cache)  # the feedback's term statistics
 
     @classmethod
     def from_settings(
@@ -64,6 +70,9 @@ class SearchSetup:
             "language_route": settings.language_route,
             "source_language": settings.source_language,
             "language_min_confidence": settings.language_min_confidence,
+            "feedback_docs": settings.bm25_feedback_docs if settings.bm25_feedback == "on" else 0,
+            "feedback_terms": settings.bm25_feedback_terms,
+            "feedback_weight": settings.bm25_feedback_weight,
         }
         return cls(index=index, strategy=strategy, **{**values, **overrides})
 
@@ -108,6 +117,10 @@ def _search(mode: str, question: str, question_vector: np.ndarray, setup: Search
         lexical = mode != "dense" and lane.lexical
         vector = bm25.query_vector(question, setup.bm25_analyzer, lane.analysis_language) if lexical else None
         sparse.append(setup.index.sparse_search(vector, width, setup.strategy, lane.language) if vector else [])
+    if mode == "hybrid" and setup.feedback_docs > 0:
+        sparse = [
+            _feedback(question, lane, d, s, setup, width) for lane, d, s in zip(lanes, dense, sparse, strict=True)
+        ]
     if mode != "hybrid" and len(dense) == 1:  # one list: its own order, whatever the fusion method
         return [h.chunk for h in (dense if mode == "dense" else sparse)[0][:depth]]
     chunks = {chunk_key(h.chunk.chunk_id): h.chunk for hits in [*dense, *sparse] for h in hits}
@@ -119,6 +132,23 @@ def _search(mode: str, question: str, question_vector: np.ndarray, setup: Search
     if missing:
         chunks.update(setup.index.chunks_by_key(missing))
     return [chunks[key] for key, _ in fused]
+
+
+def _feedback(
+    question: str, lane: Lane, dense: list[Hit], sparse: list[Hit], setup: SearchSetup, width: int
+) -> list[Hit]:
+    """The lane's BM25 list searched again with the question expanded by its first fusion's top chunks,
+    as the query graph's `feedback_bm25_hits` node does (query_graph/retrieval.py)."""
+    if not lane.lexical or not (dense or sparse):
+        return sparse
+    pairs = [[(chunk_key(h.chunk.chunk_id), h.score) for h in hits] for hits in (dense, sparse)]
+    first = fusion.fuse_lane(setup.fusion, "hybrid", *pairs, setup.rrf_k, setup.fusion_weights or (1.0, 1.0))
+    engine = setup.bm25_memory.engine("eval", setup.index, setup.strategy, lane.language, setup.bm25_analyzer)
+    keys = [key for key, _ in first[: setup.feedback_docs]]
+    weights = expanded_query(
+        question, keys, engine, lane.analysis_language, setup.feedback_terms, setup.feedback_weight
+    )
+    return setup.index.sparse_search(bm25.weighted_query_vector(weights), width, setup.strategy, lane.language)
 
 
 def run_mode(mode: str, question: str, question_vector: np.ndarray, setup: SearchSetup, limit: int) -> ModeResult:

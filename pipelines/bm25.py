@@ -12,7 +12,7 @@ from __future__ import annotations
 import hashlib
 import re
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any
@@ -217,3 +217,14 @@ def query_vector(text: str, analyzer_name: str = "plain", language: str | None =
     the language those chunks were analysed in)."""
     indices = sorted({term_index(t) for t in analyzer(analyzer_name)(text, language)})
     return SparseVector(indices, [1.0] * len(indices))
+
+
+def weighted_query_vector(weights: Mapping[str, float]) -> SparseVector:
+    """A sparse query of analysed terms with their own weights (pipelines/bm25_feedback.py); two terms
+    that share an index keep the larger weight."""
+    values: dict[int, float] = {}
+    for term, weight in weights.items():
+        index = term_index(term)
+        values[index] = max(values.get(index, 0.0), weight)
+    indices = sorted(values)
+    return SparseVector(indices, [values[i] for i in indices])

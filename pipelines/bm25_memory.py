@@ -7,7 +7,8 @@ uses the same analyzer as the sparse vectors, so the two engines differ only in 
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from collections.abc import Mapping
+from dataclasses import dataclass, field
 
 import numpy as np
 import structlog
@@ -15,7 +16,7 @@ from rank_bm25 import BM25Okapi
 
 from pipelines.bm25 import analyzer
 from pipelines.built_once import BuiltOnce
-from pipelines.documents import Chunk
+from pipelines.documents import Chunk, chunk_key
 from pipelines.ports import Hit, VectorIndex
 
 log = structlog.get_logger(__name__)
@@ -26,12 +27,34 @@ class MemoryBM25:
     chunks: list[Chunk]
     engine: BM25Okapi | None  # None for an empty corpus (rank-bm25 cannot index one)
     analyzer_name: str = "plain"
+    positions: dict[str, int] = field(default_factory=dict)  # chunk key -> its row in the engine
 
     @classmethod
     def build(cls, chunks: list[Chunk], analyzer_name: str = "plain") -> MemoryBM25:
         analyze = analyzer(analyzer_name)
         corpus = [analyze(" ".join([*c.heading_path, c.text]), c.language) for c in chunks]
-        return cls(chunks, BM25Okapi(corpus) if chunks else None, analyzer_name)
+        positions = {chunk_key(c.chunk_id): row for row, c in enumerate(chunks)}
+        return cls(chunks, BM25Okapi(corpus) if chunks else None, analyzer_name, positions)
+
+    @property
+    def idf(self) -> Mapping[str, float]:
+        return self.engine.idf if self.engine is not None else {}
+
+    def term_counts(self, key: str) -> Mapping[str, int]:
+        """How often each analysed term occurs in the chunk (empty for a chunk the engine lacks)."""
+        row = self.positions.get(key)
+        return self.engine.doc_freqs[row] if self.engine is not None and row is not None else {}
+
+    def search_weighted(self, weights: Mapping[str, float], limit: int) -> list[Hit]:
+        """BM25 with a weight per query term (feedback-expanded queries): the sum of weight x the
+        term's BM25 score."""
+        if self.engine is None or not weights:
+            return []
+        scores = np.zeros(len(self.chunks))
+        for term, weight in weights.items():
+            scores += weight * np.asarray(self.engine.get_scores([term]))
+        top = np.argsort(-scores, kind="stable")[:limit]
+        return [Hit(self.chunks[i], float(scores[i])) for i in top if scores[i] > 0]
 
     def search(self, question: str, limit: int, language: str | None = None) -> list[Hit]:
         """`language`: the one the question is analysed in (its lane's chunks')."""

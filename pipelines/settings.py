@@ -141,6 +141,18 @@ class Settings(BaseSettings):
         default_factory=lambda: [1.0, 1.0],
         description="Weights of the dense and BM25 lists in weighted RRF and convex fusion.",
     )
+    bm25_feedback: Literal["on", "off"] = Field(
+        "on",
+        description=(
+            "Hybrid retrieval searches BM25 a second time with the question expanded by the top fused chunks' "
+            "heaviest terms (pseudo-relevance feedback, pipelines/bm25_feedback.py), and fuses that list instead."
+        ),
+    )
+    bm25_feedback_docs: int = Field(3, ge=1, description="Top fused chunks whose terms expand the BM25 query.")
+    bm25_feedback_terms: int = Field(20, ge=0, description="Terms the feedback adds to the BM25 query.")
+    bm25_feedback_weight: float = Field(
+        0.2, ge=0.0, le=1.0, description="Weight of the best added term (the question's own terms weigh 1)."
+    )
     language_filter: str | None = Field(
         None, description="Only retrieve chunks of this language (ISO code); overrides language_route."
     )

@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from hamilton.function_modifiers import config
 
-from pipelines import bm25
+from pipelines import bm25, bm25_feedback, fusion
 from pipelines.bm25_memory import MemoryBM25Cache
 from pipelines.documents import Chunk, chunk_key
 from pipelines.guardrails import Verdict
@@ -82,6 +82,9 @@ class RetrievalPlan:
     fusion_weights: tuple[float, ...]
     bm25_analyzer: str = "plain"  # the active index version's, so questions are analysed as its chunks were
     originals: Originals | None = None  # translated chunk -> its original, when a lane lists originals
+    feedback_docs: int = 0  # BM25 feedback (pipelines/bm25_feedback.py): top fused chunks read; 0: off
+    feedback_terms: int = 20
+    feedback_weight: float = 0.2
 
     def dense(self, embedding: np.ndarray) -> list[list[Ranked]]:
         return [
@@ -102,6 +105,38 @@ class RetrievalPlan:
         vector = bm25.query_vector(question, self.bm25_analyzer, lane.analysis_language)
         return self.vector_index.sparse_ranked(vector, self.candidates, self.strategy, lane.language)
 
+    def feedback(self, question: str, dense: list[list[Ranked]], sparse: list[list[Ranked]]) -> list[list[Ranked]]:
+        """Each lane's BM25 list searched again with the question expanded by the lane's top fused chunks'
+        heaviest terms (off, or a lane BM25 does not search: its list as it was)."""
+        if self.feedback_docs <= 0 or not dense:
+            return sparse
+        out: list[list[Ranked]] = []
+        for lane, dense_hits, sparse_hits in zip(self.lanes, dense, sparse, strict=True):
+            if not lane.lexical or not (dense_hits or sparse_hits):
+                out.append(sparse_hits)
+                continue
+            first = fusion.fuse_lane(
+                self.fusion, "hybrid", _pairs(dense_hits), _pairs(sparse_hits), self.rrf_k, self.fusion_weights
+            )
+            engine = self.bm25_memory.engine(
+                self.index_version, self.vector_index, self.strategy, lane.language, self.bm25_analyzer
+            )
+            weights = bm25_feedback.expanded_query(
+                question,
+                [key for key, _ in first[: self.feedback_docs]],
+                engine,
+                lane.analysis_language,
+                self.feedback_terms,
+                self.feedback_weight,
+            )
+            if self.bm25_engine == "memory":
+                hits = engine.search_weighted(weights, self.candidates)
+                out.append([Ranked(chunk_key(h.chunk.chunk_id), h.score) for h in hits])
+            else:
+                vector = bm25.weighted_query_vector(weights)
+                out.append(self.vector_index.sparse_ranked(vector, self.candidates, self.strategy, lane.language))
+        return out
+
     def fused(self, dense: list[list[Ranked]], sparse: list[list[Ranked]]) -> list[Candidate]:
         """Fuse each lane's chosen lists, put the originals of the question lane's hits at the head of
         the source lane, interleave the lanes, then read only the kept chunks' payloads (one store call)."""
@@ -121,6 +156,8 @@ class RetrievalPlan:
         retrieval slower (p50 9.7 ms against 9.0 ms in one run; docs/operations.md)."""
         dense = self.dense(self.embedder.embed_query(question)) if self.retrieval != "bm25" else []
         sparse = self.sparse(question) if self.retrieval != "dense" else []
+        if self.retrieval == "hybrid":
+            sparse = self.feedback(question, dense, sparse)
         return self.fused(dense, sparse)
 
 
@@ -176,6 +213,10 @@ def retrieval_plan(
     retrieval_lanes: tuple[Lane, ...],
     originals_cache: OriginalsCache,
     bm25_analyzer: str = "plain",
+    bm25_feedback: str = "off",
+    bm25_feedback_docs: int = 3,
+    bm25_feedback_terms: int = 20,
+    bm25_feedback_weight: float = 0.2,
 ) -> RetrievalPlan:
     originals = None
     for lane in retrieval_lanes:  # the table is read once per index version, and only for a multilingual index
@@ -197,6 +238,9 @@ def retrieval_plan(
         fusion_weights=tuple(fusion_weights),
         bm25_analyzer=bm25_analyzer,
         originals=originals,
+        feedback_docs=bm25_feedback_docs if bm25_feedback == "on" else 0,
+        feedback_terms=bm25_feedback_terms,
+        feedback_weight=bm25_feedback_weight,
     )
 
 
@@ -227,12 +271,26 @@ def bm25_hits(question: str, retrieval_plan: RetrievalPlan) -> list[list[Ranked]
     return retrieval_plan.sparse(question)
 
 
+@config.when(bm25_feedback="on")
+def feedback_bm25_hits__on(
+    question: str, dense_hits: list[list[Ranked]], bm25_hits: list[list[Ranked]], retrieval_plan: RetrievalPlan
+) -> list[list[Ranked]]:
+    """BM25 searched again with the question expanded by the first fusion's top chunks (one list per lane)."""
+    return retrieval_plan.feedback(question, dense_hits, bm25_hits)
+
+
+@config.when(bm25_feedback="off")
+def feedback_bm25_hits__off(bm25_hits: list[list[Ranked]]) -> list[list[Ranked]]:
+    return bm25_hits
+
+
 @config.when(retrieval="hybrid")
 def fused_candidates__hybrid(
-    dense_hits: list[list[Ranked]], bm25_hits: list[list[Ranked]], retrieval_plan: RetrievalPlan
+    dense_hits: list[list[Ranked]], feedback_bm25_hits: list[list[Ranked]], retrieval_plan: RetrievalPlan
 ) -> list[Candidate]:
-    """Dense and BM25 lists fused (RRF k=60 by default; weighted RRF or DBSF as configured)."""
-    return retrieval_plan.fused(dense_hits, bm25_hits)
+    """Dense and (feedback-expanded) BM25 lists fused (convex combination by default; RRF, weighted RRF
+    or DBSF as configured)."""
+    return retrieval_plan.fused(dense_hits, feedback_bm25_hits)
 
 
 @config.when(retrieval="dense")

@@ -14,6 +14,7 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "retrieval": ("hybrid", "dense", "bm25"),
     "bm25_engine": ("qdrant", "memory"),
     "fusion": ("rrf", "weighted_rrf", "dbsf", "convex"),
+    "bm25_feedback": ("on", "off"),
     "language_route": ("question_and_source", "question", "all"),
     "rerank": ("none", "cross_encoder"),
     "coverage": ("vocabulary", "off"),

@@ -35,6 +35,7 @@ def create_app(
         app.state.service = QueryService(settings, app.state.stores)
         app.state.query_threads = query.query_threads()  # threads start on first use
         _refuse_mismatched_index(app.state.service)
+        app.state.service.warm()
         # The models, graph and libraries loaded at start-up are ~200k objects that live as long as the
         # process; a full collection scanning them stalls every request for ~100 ms. Frozen, they are
         # left out of collections (freed by reference counting as usual), so a collection stays short.

@@ -96,3 +96,29 @@ def test_corrupted_shard_is_503_not_no_answer(settings: Settings, stores: Stores
     with pytest.raises(QueryFailed) as info:
         QueryService(settings, stores).answer(PORT_Q)
     assert info.value.status == 503 and info.value.code == "retrieval_unavailable"
+
+
+@pytest.mark.parametrize("engine", ["qdrant", "memory"])
+def test_bm25_feedback_searches_again_and_is_a_variant(harbor: Harbor, engine: str) -> None:
+    service = harbor.service()
+    on = service.answer(PORT_Q, variants={"bm25_engine": engine, "bm25_feedback": "on"})
+    assert on["status"] == "answered" and on["retrieved"][0]["document_id"] == "guide/config.md"
+    assert on["variants"]["bm25_feedback"] == "on" and "feedback_bm25_hits" in on["timings_ms"]
+    # The feedback read the index's term statistics, built once for this version.
+    assert len(service.back.bm25_memory._engines) == 1
+    off = service.answer(PORT_Q, variants={"bm25_engine": engine, "bm25_feedback": "off"})
+    assert off["status"] == "answered" and off["variants"]["bm25_feedback"] == "off"
+    # The expanded query scores the chunks with more terms: the BM25 scores differ from the plain query's.
+    bm25_on = {r["chunk_id"]: r["bm25_score"] for r in on["retrieved"] if r["bm25_score"] is not None}
+    bm25_off = {r["chunk_id"]: r["bm25_score"] for r in off["retrieved"] if r["bm25_score"] is not None}
+    shared = set(bm25_on) & set(bm25_off)
+    assert shared and any(bm25_on[c] != pytest.approx(bm25_off[c]) for c in shared)
+
+
+def test_warm_builds_the_feedback_statistics_before_the_first_question(harbor: Harbor) -> None:
+    service = harbor.service()
+    service.warm()
+    assert len(service.back.bm25_memory._engines) == 1
+    untouched = harbor.service(bm25_feedback="off")
+    untouched.warm()  # nothing reads the statistics: nothing is built
+    assert len(untouched.back.bm25_memory._engines) == 0

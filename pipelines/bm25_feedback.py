@@ -1,0 +1,60 @@
+"""Pseudo-relevance feedback for the BM25 search of a hybrid retrieval (RM3-like query expansion).
+
+A question and the passage that answers it often share few words: "change just one field ... without
+the other fields being reset" against "send only the data that you want to update, leaving the rest
+intact". The dense retriever bridges such a gap, BM25 cannot. Feedback lets the first fused ranking
+teach BM25 the passage's vocabulary: the words that weigh most in its top `docs` chunks (term frequency
+in the chunk times the index's IDF) join the question's own terms at a fraction `weight` of theirs,
+and BM25 searches again with that query. The new BM25 list replaces the first in the fusion, so
+a chunk both retrievers now agree on can rise, and a chunk only the dense retriever found gets a BM25
+score of its own.
+
+The term statistics are the in-memory BM25 engine's (pipelines/bm25_memory.py): per chunk term counts
+and IDF over the index's chunks, built once per index version. Chosen on SciFact train (evals/RESULTS.md,
+"BM25 feedback"): 3 chunks, 20 terms, weight 0.2.
+"""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Mapping, Sequence
+
+from pipelines.bm25 import analyzer
+from pipelines.bm25_memory import MemoryBM25
+
+
+def expansion_terms(
+    question_terms: set[str], feedback: Sequence[Mapping[str, int]], idf: Mapping[str, float], count: int
+) -> list[tuple[str, float]]:
+    """The `count` terms, not in the question, that weigh most in the feedback chunks: the sum over the
+    chunks of (the term's share of the chunk's terms) x IDF, best first (ties: the first seen)."""
+    scores: Counter[str] = Counter()
+    for counts in feedback:
+        total = sum(counts.values())
+        if total == 0:
+            continue
+        for term, n in counts.items():
+            if term not in question_terms:
+                scores[term] += n / total * max(idf.get(term, 0.0), 0.0)
+    return [(term, score) for term, score in scores.most_common(count) if score > 0]
+
+
+def weighted_query(question_terms: set[str], expansion: Sequence[tuple[str, float]], weight: float) -> dict[str, float]:
+    """Term -> query weight: 1 for the question's own terms; an expansion term `weight` times its score
+    relative to the best expansion term's, so no added word counts as much as one the user wrote."""
+    weights = dict.fromkeys(sorted(question_terms), 1.0)
+    if expansion:
+        best = expansion[0][1]
+        for term, score in expansion:
+            weights[term] = max(weights.get(term, 0.0), weight * score / best)
+    return weights
+
+
+def expanded_query(
+    question: str, feedback_keys: Sequence[str], engine: MemoryBM25, language: str | None, terms: int, weight: float
+) -> dict[str, float]:
+    """The weighted BM25 query of `question` expanded by the chunks `feedback_keys` (best first), with the
+    engine's analyzer, term counts and IDF."""
+    question_terms = set(analyzer(engine.analyzer_name)(question, language))
+    feedback = [engine.term_counts(key) for key in feedback_keys]
+    return weighted_query(question_terms, expansion_terms(question_terms, feedback, engine.idf, terms), weight)
