@@ -7,7 +7,8 @@ In one run, each question of the golden file is timed, interleaved so load drift
 - `embed`: the query embedding alone;
 - `retrieval`: query embedding + dense + BM25 + fusion, the hybrid retrieval nodes of the graph
   (`RetrievalPlan.run`, with the settings' BM25 engine and fusion, keeping `top_k` chunks as the
-  default graph does without a reranker);
+  default graph does without a reranker; with BM25 feedback when the settings turn it on);
+- `retrieval_without_feedback`: the same with BM25 feedback off, what its second BM25 search costs;
 - `rerank_30`: the cross-encoder over the top 30 fused candidates of the question;
   `--rerank-tokens 128,96,64` times one reranker per input budget, interleaved, as `rerank_30@<tokens>`.
 Reported: p50/p95 of each, the retrieval/embedding p50 ratio, and the machine's load average.
@@ -46,8 +47,10 @@ def summary(values: list[float]) -> dict[str, float]:
     }
 
 
-def plan_for(service: QueryService, depth: int) -> RetrievalPlan:
+def plan_for(service: QueryService, depth: int, feedback: bool | None = None) -> RetrievalPlan:
+    """The default graph's hybrid retrieval plan; `feedback` overrides whether BM25 feedback runs."""
     s = service.settings
+    feedback = s.bm25_feedback == "on" if feedback is None else feedback
     version, index = service.active()
     return RetrievalPlan(
         retrieval="hybrid",
@@ -65,6 +68,9 @@ def plan_for(service: QueryService, depth: int) -> RetrievalPlan:
         rrf_k=s.rrf_k,
         fusion_weights=tuple(s.fusion_weights),
         bm25_analyzer=version.chunk_settings.get("bm25_analyzer", "plain"),
+        feedback_docs=s.bm25_feedback_docs if feedback else 0,
+        feedback_terms=s.bm25_feedback_terms,
+        feedback_weight=s.bm25_feedback_weight,
     )
 
 
@@ -80,13 +86,21 @@ def run(service: QueryService, questions: list[str], rounds: int, depth: int, bu
     # Retrieval as the default graph runs it (rerank off: the top_k fused chunks are read whole);
     # the reranker's candidates come from a plan that keeps `depth` of them.
     plan = plan_for(service, service.settings.top_k)
+    # The same retrieval without BM25 feedback, timed beside it: what the feedback's second search costs.
+    plain = plan_for(service, service.settings.top_k, feedback=False)
     deep = plan_for(service, depth)
     scorers = rerankers(service, budgets)
     for q in questions[:3]:  # warm-up: sessions, caches, first-query allocations
         plan.run(q)
+        plain.run(q)
         for reranker in scorers.values():
             reranker.scores(q, [c.chunk.generation_text for c in deep.run(q)[:depth]])
-    timings: dict[str, list[float]] = {"embed": [], "retrieval": [], **{name: [] for name in scorers}}
+    timings: dict[str, list[float]] = {
+        "embed": [],
+        "retrieval": [],
+        "retrieval_without_feedback": [],
+        **{name: [] for name in scorers},
+    }
     pairs: list[int] = []
     for _ in range(rounds):
         for q in questions:
@@ -96,6 +110,9 @@ def run(service: QueryService, questions: list[str], rounds: int, depth: int, bu
             started = time.perf_counter()
             candidates = plan.run(q)
             timings["retrieval"].append((time.perf_counter() - started) * 1000)
+            started = time.perf_counter()
+            plain.run(q)
+            timings["retrieval_without_feedback"].append((time.perf_counter() - started) * 1000)
         for q in questions:
             passages = [c.chunk.generation_text for c in deep.run(q)[:depth]]
             pairs.append(len(passages))
@@ -105,6 +122,7 @@ def run(service: QueryService, questions: list[str], rounds: int, depth: int, bu
                 timings[name].append((time.perf_counter() - started) * 1000)
     out = {name: summary(values) for name, values in timings.items()}
     out["retrieval_over_embed_p50"] = round(out["retrieval"]["p50"] / out["embed"]["p50"], 3)
+    out["without_feedback_over_embed_p50"] = round(out["retrieval_without_feedback"]["p50"] / out["embed"]["p50"], 3)
     out["rerank_pairs_mean"] = round(sum(pairs) / len(pairs), 2)
     out["last_candidates"] = len(candidates)
     return out

@@ -115,12 +115,12 @@ def _search(mode: str, question: str, question_vector: np.ndarray, setup: Search
         meaning = mode != "bm25"
         dense.append(setup.index.dense_search(question_vector, width, setup.strategy, lane.language) if meaning else [])
         lexical = mode != "dense" and lane.lexical
-        vector = bm25.query_vector(question, setup.bm25_analyzer, lane.analysis_language) if lexical else None
+        vector = None
+        if lexical and mode == "hybrid" and setup.feedback_docs > 0:  # BM25 feedback from the dense top
+            vector = _feedback_query(question, lane, dense[-1], setup)
+        elif lexical:
+            vector = bm25.query_vector(question, setup.bm25_analyzer, lane.analysis_language)
         sparse.append(setup.index.sparse_search(vector, width, setup.strategy, lane.language) if vector else [])
-    if mode == "hybrid" and setup.feedback_docs > 0:
-        sparse = [
-            _feedback(question, lane, d, s, setup, width) for lane, d, s in zip(lanes, dense, sparse, strict=True)
-        ]
     if mode != "hybrid" and len(dense) == 1:  # one list: its own order, whatever the fusion method
         return [h.chunk for h in (dense if mode == "dense" else sparse)[0][:depth]]
     chunks = {chunk_key(h.chunk.chunk_id): h.chunk for hits in [*dense, *sparse] for h in hits}
@@ -134,21 +134,15 @@ def _search(mode: str, question: str, question_vector: np.ndarray, setup: Search
     return [chunks[key] for key, _ in fused]
 
 
-def _feedback(
-    question: str, lane: Lane, dense: list[Hit], sparse: list[Hit], setup: SearchSetup, width: int
-) -> list[Hit]:
-    """The lane's BM25 list searched again with the question expanded by its first fusion's top chunks,
-    as the query graph's `feedback_bm25_hits` node does (query_graph/retrieval.py)."""
-    if not lane.lexical or not (dense or sparse):
-        return sparse
-    pairs = [[(chunk_key(h.chunk.chunk_id), h.score) for h in hits] for hits in (dense, sparse)]
-    first = fusion.fuse_lane(setup.fusion, "hybrid", *pairs, setup.rrf_k, setup.fusion_weights or (1.0, 1.0))
+def _feedback_query(question: str, lane: Lane, dense: list[Hit], setup: SearchSetup) -> bm25.SparseVector:
+    """The question expanded by the lane's top dense chunks' heaviest terms, as the query graph's
+    `feedback_bm25_hits` node does (query_graph/retrieval.py)."""
     engine = setup.bm25_memory.engine("eval", setup.index, setup.strategy, lane.language, setup.bm25_analyzer)
-    keys = [key for key, _ in first[: setup.feedback_docs]]
+    keys = [chunk_key(h.chunk.chunk_id) for h in dense[: setup.feedback_docs]]
     weights = expanded_query(
         question, keys, engine, lane.analysis_language, setup.feedback_terms, setup.feedback_weight
     )
-    return setup.index.sparse_search(bm25.weighted_query_vector(weights), width, setup.strategy, lane.language)
+    return bm25.weighted_query_vector(weights)
 
 
 def run_mode(mode: str, question: str, question_vector: np.ndarray, setup: SearchSetup, limit: int) -> ModeResult:

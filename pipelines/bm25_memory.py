@@ -28,6 +28,7 @@ class MemoryBM25:
     engine: BM25Okapi | None  # None for an empty corpus (rank-bm25 cannot index one)
     analyzer_name: str = "plain"
     positions: dict[str, int] = field(default_factory=dict)  # chunk key -> its row in the engine
+    _weights: dict[str, dict[str, float]] = field(default_factory=dict)  # term_weights, per chunk key
 
     @classmethod
     def build(cls, chunks: list[Chunk], analyzer_name: str = "plain") -> MemoryBM25:
@@ -44,6 +45,17 @@ class MemoryBM25:
         """How often each analysed term occurs in the chunk (empty for a chunk the engine lacks)."""
         row = self.positions.get(key)
         return self.engine.doc_freqs[row] if self.engine is not None and row is not None else {}
+
+    def term_weights(self, key: str) -> Mapping[str, float]:
+        """Each of the chunk's terms weighted by its share of the chunk's terms times its IDF (negative
+        IDF, a term in most chunks, counts 0): what BM25 feedback adds up. Computed once per chunk."""
+        weights = self._weights.get(key)
+        if weights is None:
+            counts, idf = self.term_counts(key), self.idf
+            total = sum(counts.values()) or 1
+            weights = {term: n / total * max(idf.get(term, 0.0), 0.0) for term, n in counts.items()}
+            self._weights[key] = weights  # a race computes the same dict twice, harmlessly
+        return weights
 
     def search_weighted(self, weights: Mapping[str, float], limit: int) -> list[Hit]:
         """BM25 with a weight per query term (feedback-expanded queries): the sum of weight x the

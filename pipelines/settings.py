@@ -144,11 +144,11 @@ class Settings(BaseSettings):
     bm25_feedback: Literal["on", "off"] = Field(
         "on",
         description=(
-            "Hybrid retrieval searches BM25 a second time with the question expanded by the top fused chunks' "
-            "heaviest terms (pseudo-relevance feedback, pipelines/bm25_feedback.py), and fuses that list instead."
+            "Hybrid retrieval's BM25 search uses the question expanded by the top dense chunks' heaviest terms "
+            "(pseudo-relevance feedback, pipelines/bm25_feedback.py); off: the question's own terms only."
         ),
     )
-    bm25_feedback_docs: int = Field(3, ge=1, description="Top fused chunks whose terms expand the BM25 query.")
+    bm25_feedback_docs: int = Field(3, ge=1, description="Top dense chunks whose terms expand the BM25 query.")
     bm25_feedback_terms: int = Field(20, ge=0, description="Terms the feedback adds to the BM25 query.")
     bm25_feedback_weight: float = Field(
         0.2, ge=0.0, le=1.0, description="Weight of the best added term (the question's own terms weigh 1)."

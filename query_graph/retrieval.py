@@ -18,7 +18,7 @@ from dataclasses import dataclass
 import numpy as np
 from hamilton.function_modifiers import config
 
-from pipelines import bm25, bm25_feedback, fusion
+from pipelines import bm25, bm25_feedback
 from pipelines.bm25_memory import MemoryBM25Cache
 from pipelines.documents import Chunk, chunk_key
 from pipelines.guardrails import Verdict
@@ -82,7 +82,7 @@ class RetrievalPlan:
     fusion_weights: tuple[float, ...]
     bm25_analyzer: str = "plain"  # the active index version's, so questions are analysed as its chunks were
     originals: Originals | None = None  # translated chunk -> its original, when a lane lists originals
-    feedback_docs: int = 0  # BM25 feedback (pipelines/bm25_feedback.py): top fused chunks read; 0: off
+    feedback_docs: int = 0  # BM25 feedback (pipelines/bm25_feedback.py): top dense chunks read; 0: off
     feedback_terms: int = 20
     feedback_weight: float = 0.2
 
@@ -105,33 +105,30 @@ class RetrievalPlan:
         vector = bm25.query_vector(question, self.bm25_analyzer, lane.analysis_language)
         return self.vector_index.sparse_ranked(vector, self.candidates, self.strategy, lane.language)
 
-    def feedback(self, question: str, dense: list[list[Ranked]], sparse: list[list[Ranked]]) -> list[list[Ranked]]:
-        """Each lane's BM25 list searched again with the question expanded by the lane's top fused chunks'
-        heaviest terms (off, or a lane BM25 does not search: its list as it was)."""
-        if self.feedback_docs <= 0 or not dense:
-            return sparse
+    def sparse_with_feedback(self, question: str, dense: list[list[Ranked]]) -> list[list[Ranked]]:
+        """Each lane's BM25 list for the question expanded by the heaviest terms of the lane's top dense
+        chunks (pipelines/bm25_feedback.py); feedback off: the plain BM25 lists."""
+        if self.feedback_docs <= 0:
+            return self.sparse(question)
         out: list[list[Ranked]] = []
-        for lane, dense_hits, sparse_hits in zip(self.lanes, dense, sparse, strict=True):
-            if not lane.lexical or not (dense_hits or sparse_hits):
-                out.append(sparse_hits)
+        for lane, hits in zip(self.lanes, dense or [[] for _ in self.lanes], strict=True):
+            if not lane.lexical:
+                out.append([])
                 continue
-            first = fusion.fuse_lane(
-                self.fusion, "hybrid", _pairs(dense_hits), _pairs(sparse_hits), self.rrf_k, self.fusion_weights
-            )
             engine = self.bm25_memory.engine(
                 self.index_version, self.vector_index, self.strategy, lane.language, self.bm25_analyzer
             )
+            keys = [h.key for h in hits[: self.feedback_docs]]
             weights = bm25_feedback.expanded_query(
-                question,
-                [key for key, _ in first[: self.feedback_docs]],
-                engine,
-                lane.analysis_language,
-                self.feedback_terms,
-                self.feedback_weight,
+                question, keys, engine, lane.analysis_language, self.feedback_terms, self.feedback_weight
             )
             if self.bm25_engine == "memory":
-                hits = engine.search_weighted(weights, self.candidates)
-                out.append([Ranked(chunk_key(h.chunk.chunk_id), h.score) for h in hits])
+                out.append(
+                    [
+                        Ranked(chunk_key(h.chunk.chunk_id), h.score)
+                        for h in engine.search_weighted(weights, self.candidates)
+                    ]
+                )
             else:
                 vector = bm25.weighted_query_vector(weights)
                 out.append(self.vector_index.sparse_ranked(vector, self.candidates, self.strategy, lane.language))
@@ -155,9 +152,10 @@ class RetrievalPlan:
         not beside it: on 2 cores onnxruntime already uses both, and a search thread next to it made
         retrieval slower (p50 9.7 ms against 9.0 ms in one run; docs/operations.md)."""
         dense = self.dense(self.embedder.embed_query(question)) if self.retrieval != "bm25" else []
-        sparse = self.sparse(question) if self.retrieval != "dense" else []
         if self.retrieval == "hybrid":
-            sparse = self.feedback(question, dense, sparse)
+            sparse = self.sparse_with_feedback(question, dense)
+        else:
+            sparse = self.sparse(question) if self.retrieval != "dense" else []
         return self.fused(dense, sparse)
 
 
@@ -273,10 +271,11 @@ def bm25_hits(question: str, retrieval_plan: RetrievalPlan) -> list[list[Ranked]
 
 @config.when(bm25_feedback="on")
 def feedback_bm25_hits__on(
-    question: str, dense_hits: list[list[Ranked]], bm25_hits: list[list[Ranked]], retrieval_plan: RetrievalPlan
+    question: str, dense_hits: list[list[Ranked]], retrieval_plan: RetrievalPlan
 ) -> list[list[Ranked]]:
-    """BM25 searched again with the question expanded by the first fusion's top chunks (one list per lane)."""
-    return retrieval_plan.feedback(question, dense_hits, bm25_hits)
+    """BM25 for the question expanded by the top dense chunks' heaviest terms, one list per lane: in a
+    hybrid retrieval it takes the place of `bm25_hits` (one BM25 search either way)."""
+    return retrieval_plan.sparse_with_feedback(question, dense_hits)
 
 
 @config.when(bm25_feedback="off")
@@ -288,8 +287,8 @@ def feedback_bm25_hits__off(bm25_hits: list[list[Ranked]]) -> list[list[Ranked]]
 def fused_candidates__hybrid(
     dense_hits: list[list[Ranked]], feedback_bm25_hits: list[list[Ranked]], retrieval_plan: RetrievalPlan
 ) -> list[Candidate]:
-    """Dense and (feedback-expanded) BM25 lists fused (convex combination by default; RRF, weighted RRF
-    or DBSF as configured)."""
+    """Dense and BM25 lists fused (convex combination by default; RRF, weighted RRF or DBSF as
+    configured); BM25 with feedback unless the variant turns it off."""
     return retrieval_plan.fused(dense_hits, feedback_bm25_hits)
 
 

@@ -28,11 +28,19 @@ def engine() -> MemoryBM25:
 
 def test_expansion_takes_the_heaviest_new_terms_of_the_feedback_chunks() -> None:
     bm25 = engine()
-    terms = expansion_terms({"client"}, [bm25.term_counts(chunk_key("patch"))], bm25.idf, 5)
+    weights = bm25.term_weights(chunk_key("patch"))
+    counts = bm25.term_counts(chunk_key("patch"))
+    assert weights["exclude_unset"] == max(bm25.idf["exclude_unset"], 0) * counts["exclude_unset"] / sum(
+        counts.values()
+    )
+    terms = expansion_terms({"client"}, [weights], 5)
     assert len(terms) == 5 and "client" not in dict(terms)
     assert [s for _, s in terms] == sorted((s for _, s in terms), reverse=True)
     assert "exclude_unset" in dict(terms) or "patch" in dict(terms)
-    assert bm25.term_counts("no such chunk") == {}
+    assert bm25.term_counts("no such chunk") == {} and bm25.term_weights("no such chunk") == {}
+    # Two feedback chunks add up: a term in both outweighs one in a single chunk of the same weight.
+    both = expansion_terms(set(), [{"patch": 1.0, "port": 1.0}, {"patch": 1.0}], 2)
+    assert both == [("patch", 2.0), ("port", 1.0)]
 
 
 def test_added_terms_weigh_less_than_the_question() -> None:

@@ -34,8 +34,8 @@ def test_each_retrieval_variant_answers_from_the_right_page(harbor: Harbor, retr
         assert "bm25_hits" not in ran and all(r["bm25_rank"] is None for r in retrieved)
     if retrieval == "bm25":
         assert "dense_hits" not in ran and all(r["dense_rank"] is None for r in retrieved)
-    if retrieval == "hybrid":
-        assert {"dense_hits", "bm25_hits", "fused_candidates"} <= ran
+    if retrieval == "hybrid":  # BM25 feedback (on by default) runs the BM25 search, from the dense hits
+        assert {"dense_hits", "feedback_bm25_hits", "fused_candidates"} <= ran and "bm25_hits" not in ran
 
 
 def test_memory_bm25_engine_matches_the_sparse_vectors_on_an_identifier(harbor: Harbor) -> None:
@@ -104,10 +104,12 @@ def test_bm25_feedback_searches_again_and_is_a_variant(harbor: Harbor, engine: s
     on = service.answer(PORT_Q, variants={"bm25_engine": engine, "bm25_feedback": "on"})
     assert on["status"] == "answered" and on["retrieved"][0]["document_id"] == "guide/config.md"
     assert on["variants"]["bm25_feedback"] == "on" and "feedback_bm25_hits" in on["timings_ms"]
+    assert "bm25_hits" not in on["timings_ms"]  # one BM25 search: the expanded one
     # The feedback read the index's term statistics, built once for this version.
     assert len(service.back.bm25_memory._engines) == 1
     off = service.answer(PORT_Q, variants={"bm25_engine": engine, "bm25_feedback": "off"})
     assert off["status"] == "answered" and off["variants"]["bm25_feedback"] == "off"
+    assert "bm25_hits" in off["timings_ms"]
     # The expanded query scores the chunks with more terms: the BM25 scores differ from the plain query's.
     bm25_on = {r["chunk_id"]: r["bm25_score"] for r in on["retrieved"] if r["bm25_score"] is not None}
     bm25_off = {r["chunk_id"]: r["bm25_score"] for r in off["retrieved"] if r["bm25_score"] is not None}
