@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import hashlib
+import re
 import uuid
 from dataclasses import asdict, dataclass, field
 from typing import Any
@@ -62,14 +63,14 @@ class Chunk:
         indexed before the context carried its sections, or a context rewritten since (CRAG's strips)."""
         extra = self.extra or {}
         key = plain_text(quoted)[:80]
-        where = plain_text(self.text).find(key)
+        where = find_quote(plain_text(self.text), key)
         if where >= 0:
             return section_at(extra.get("sections"), where) or self.anchor
         starts = extra.get("context_sections")
         if starts and self.context_text is not None:
             seen = plain_text(self.context_text)
             # The offsets hold only for the context they were recorded for: a rewritten one has another length.
-            where = seen.find(key) if len(seen) == extra.get("context_chars") else -1
+            where = find_quote(seen, key) if len(seen) == extra.get("context_chars") else -1
             if where >= 0:
                 return section_at(starts, where) or self.anchor
         return self.anchor
@@ -122,6 +123,35 @@ def plain_text(text: str) -> str:
     """Text without Markdown emphasis and code ticks, white space collapsed: a quoted sentence (which
     the extractive generator copies without markup) is found in its chunk by this form."""
     return " ".join(text.replace("`", "").replace("*", "").split())
+
+
+# What the extractive generator also drops from a sentence it quotes (pipelines/extractive.py): a
+# link's target (its text stays) and `_` emphasis markers (not the underscores inside a word).
+_QUOTE_MARKUP = re.compile(r"\[([^\]]*)\]\([^)]*\)|(?<!\w)_+|_+(?!\w)")
+
+
+def find_quote(plain: str, quote: str) -> int:
+    """Where `quote` starts in `plain` (a `plain_text`), or -1. Found verbatim, or else once links are
+    reduced to their text and `_` emphasis is dropped on both sides, as the generator quotes them; the
+    offset is always one in `plain`, where a chunk's section offsets are recorded."""
+    where = plain.find(quote)
+    if where >= 0 or not quote:
+        return where
+    kept: list[str] = []
+    origin: list[int] = []  # for each kept character, its offset in `plain`
+    at = 0
+    for match in _QUOTE_MARKUP.finditer(plain):
+        kept.append(plain[at : match.start()])
+        origin.extend(range(at, match.start()))
+        if match.group(1) is not None:  # a link: its text, at the text's own offsets
+            kept.append(match.group(1))
+            origin.extend(range(match.start() + 1, match.start() + 1 + len(match.group(1))))
+        at = match.end()
+    kept.append(plain[at:])
+    origin.extend(range(at, len(plain)))
+    loose = _QUOTE_MARKUP.sub(lambda m: m.group(1) or "", quote)
+    where = "".join(kept).find(loose)
+    return origin[where] if where >= 0 and loose else -1
 
 
 def chunk_key(chunk_id: str) -> str:

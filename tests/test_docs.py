@@ -82,6 +82,7 @@ QUESTIONS = [
     ("How do I index documentation that has translations?", "operations.md architecture.md configuration.md"),
     ("Why does a chunk get several dense vectors?", "architecture.md configuration.md"),
     ("How are the dense and BM25 results combined?", "architecture.md configuration.md"),
+    ("What does BM25 feedback add to the query?", "architecture.md configuration.md"),
 ]
 
 

@@ -240,6 +240,27 @@ def test_a_packed_chunk_links_a_quote_to_its_own_section() -> None:
     assert chunk.anchor_for("A sentence from elsewhere.") == chunk.anchor
 
 
+def test_a_quote_with_a_link_or_underscore_emphasis_finds_its_section() -> None:
+    from pipelines.chunkers import chunk_heading_packed
+    from pipelines.documents import find_quote, plain_text
+    from pipelines.extractive import extract_answer
+
+    page = doc(
+        "# Guide\n\n## Install\n\nRun the installer once on every host.\n\n## Ports { #ports }\n\n"
+        "The dashboard listens on port 7420 unless [the `--port` flag](../cli.md#port) says _otherwise_.\n"
+    )
+    (chunk,) = chunk_heading_packed(page, COUNT)
+    answer, used = extract_answer("Which port does the dashboard listen on?", [chunk])
+    quote = used[0].text
+    assert "7420" in answer and "](" not in quote and "_otherwise_" not in quote  # quoted as the generator does
+    assert plain_text(chunk.text).find(plain_text(quote)) == -1  # not verbatim in the chunk
+    assert chunk.anchor_for(quote) == "ports"
+    plain = plain_text(chunk.text)
+    where = find_quote(plain, "unless the --port flag says otherwise.")
+    assert plain[where:].startswith("unless [the --port flag]")  # an offset in the plain text itself
+    assert find_quote(plain, "a sentence that is not there") == -1 and find_quote(plain, "") == 0
+
+
 OPS_PAGE = """# Operations { #operations }
 
 ## Install { #install }
