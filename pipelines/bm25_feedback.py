@@ -13,7 +13,7 @@ search, and the two searches cost 1.8 ms a question where the whole hybrid retri
 retrieval/embedding target); on SciFact train the two sources were within noise (0.7685 and 0.7703).
 The term statistics are the in-memory BM25 engine's (pipelines/bm25_memory.py): per chunk term counts
 and IDF over the index's chunks, built once per index version. Chosen on SciFact train (evals/RESULTS.md,
-"BM25 feedback"): 3 chunks, 20 terms, weight 0.2.
+"Table units and BM25 feedback"): 3 chunks, 20 terms, weight 0.2.
 """
 
 from __future__ import annotations

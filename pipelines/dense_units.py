@@ -9,8 +9,9 @@ as one multivector: [whole chunk, unit 1, unit 2, ...]. Qdrant's MaxSim comparat
 chunk by max(cosine) over them, so the whole-chunk match is never lost and one matching paragraph is
 enough. The chunk stays the unit of retrieval, citation and context: only its dense score changes.
 
-Measured in evals/RESULTS.md ("Multi-vector dense search"): off by default, because the gains on the
-documentation sets are within noise and 128-token units lower SciFact below its target.
+`RAGLINE_DENSE_UNIT_SCOPE=tables` (the default, with 128 tokens) cuts only a chunk's tables into units:
+a settings table's rows are unrelated records, prose is one topic. Units of all text lowered SciFact, which
+has no tables (evals/RESULTS.md, "Multi-vector dense search" and "Table units and BM25 feedback").
 """
 
 from __future__ import annotations
