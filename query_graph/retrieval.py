@@ -210,8 +210,8 @@ def retrieval_plan(
     fusion_weights: list[float],
     retrieval_lanes: tuple[Lane, ...],
     originals_cache: OriginalsCache,
+    bm25_feedback: str,  # the variant (graph config): CRAG's second retrieval runs the plan as configured
     bm25_analyzer: str = "plain",
-    bm25_feedback: str = "off",
     bm25_feedback_docs: int = 3,
     bm25_feedback_terms: int = 20,
     bm25_feedback_weight: float = 0.2,
