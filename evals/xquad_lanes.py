@@ -82,7 +82,12 @@ def evaluate_lanes(
     settings: Settings,
 ) -> dict[str, Any]:
     """own@5 and original@5 per route and question language, with hybrid retrieval (module docstring)."""
-    report: dict[str, Any] = {"languages": list(languages), "fusion": settings.fusion, "routes": {}}
+    report: dict[str, Any] = {
+        "languages": list(languages),
+        "fusion": settings.fusion,
+        "bm25_feedback": settings.bm25_feedback,
+        "routes": {},
+    }
     vectors = {lang: [embedder.embed_query(q["question"]) for q in questions[lang]] for lang in languages}
     for route in routes:
         setup = SearchSetup.from_settings(  # as a server would search, so a default's change is measured
