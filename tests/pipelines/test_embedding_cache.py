@@ -7,6 +7,8 @@ from pathlib import Path
 import numpy as np
 
 from pipelines import indexing
+from pipelines.dense_units import unit_texts
+from pipelines.embedders import load_embedder
 from pipelines.embedding_cache import EmbeddingCache
 from pipelines.indexing import BuildRequest
 from pipelines.settings import Settings
@@ -18,19 +20,28 @@ def chunks_of(source: Path, request: BuildRequest):  # type: ignore[no-untyped-d
     return indexing.chunk_documents(documents, request, "heading")
 
 
+def vectors_of(chunks, request: BuildRequest) -> int:  # type: ignore[no-untyped-def]
+    """How many vectors the chunks need: one each, plus the units of their tables (pipelines/dense_units.py)."""
+    count = load_embedder(request.embedding_model).count_tokens
+    units = [unit_texts(c, count, request.dense_unit_tokens, request.dense_unit_scope) for c in chunks]
+    return len(chunks) + sum(len(u) for u in units)
+
+
 def test_a_one_page_change_re_embeds_only_that_page(tmp_path: Path) -> None:
     source = write_corpus(tmp_path / "docs")
     request = BuildRequest.from_settings(Settings(source=source, exclude=["notes/**"]))
     cache = tmp_path / "cache.sqlite"
     before = chunks_of(source, request)
     full = indexing.embed_chunks(before, request, cache)
-    assert full.computed == len(before) and full.reused == 0
+    assert vectors_of(before, request) > len(before)  # the corpus has a settings table: units too
+    assert full.computed == vectors_of(before, request) and full.reused == 0
 
     (source / "reference" / "cli.md").write_text("# Command line\n\nThe `harbor push` command uploads images.\n")
     after = chunks_of(source, request)
     changed = [c for c in after if c.document_id == "reference/cli.md"]
     again = indexing.embed_chunks(after, request, cache)
-    assert again.computed == len(changed) and again.reused == len(after) - len(changed)
+    assert again.computed == vectors_of(changed, request)
+    assert again.reused == vectors_of(after, request) - vectors_of(changed, request)
     # Reused vectors are the stored ones, bit for bit.
     same = next(i for i, c in enumerate(after) if c.document_id == "guide/config.md")
     assert np.array_equal(again.dense[same], full.dense[[c.chunk_id for c in before].index(after[same].chunk_id)])

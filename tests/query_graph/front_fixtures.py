@@ -26,6 +26,7 @@ RETRIEVAL_AND_GENERATION = {
     "query_embedding",
     "dense_hits",
     "bm25_hits",
+    "feedback_bm25_hits",
     "fused_candidates",
     "reranked_candidates",
     "crag_outcome",

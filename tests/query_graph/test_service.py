@@ -11,7 +11,8 @@ from pipelines.settings import Settings
 from query_graph.generation import Draft
 from query_graph.service import QueryFailed, QueryService
 
-RETRIEVAL_NODES = {"query_embedding", "dense_hits", "bm25_hits", "fused_candidates", "draft_answer"}
+# BM25 runs as `feedback_bm25_hits` by default (its query widened by the dense hits' terms).
+RETRIEVAL_NODES = {"query_embedding", "dense_hits", "feedback_bm25_hits", "fused_candidates", "draft_answer"}
 
 
 def test_answer_is_cited_from_the_right_page(settings: Settings, stores: Stores, built) -> None:  # type: ignore[no-untyped-def]
