@@ -27,6 +27,7 @@ from typing import Any
 import numpy as np
 
 from evals.golden import load_golden
+from pipelines.bm25_feedback import Feedback
 from pipelines.language_lanes import lanes
 from pipelines.logs import configure_logging
 from pipelines.profiles import open_stores
@@ -50,7 +51,6 @@ def summary(values: list[float]) -> dict[str, float]:
 def plan_for(service: QueryService, depth: int, feedback: bool | None = None) -> RetrievalPlan:
     """The default graph's hybrid retrieval plan; `feedback` overrides whether BM25 feedback runs."""
     s = service.settings
-    feedback = s.bm25_feedback == "on" if feedback is None else feedback
     version, index = service.active()
     return RetrievalPlan(
         retrieval="hybrid",
@@ -68,9 +68,7 @@ def plan_for(service: QueryService, depth: int, feedback: bool | None = None) ->
         rrf_k=s.rrf_k,
         fusion_weights=tuple(s.fusion_weights),
         bm25_analyzer=version.chunk_settings.get("bm25_analyzer", "plain"),
-        feedback_docs=s.bm25_feedback_docs if feedback else 0,
-        feedback_terms=s.bm25_feedback_terms,
-        feedback_weight=s.bm25_feedback_weight,
+        feedback=Feedback.from_settings(s, feedback),
     )
 
 

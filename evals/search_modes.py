@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from pipelines import bm25, fusion
-from pipelines.bm25_feedback import expanded_query
+from pipelines.bm25_feedback import Feedback
 from pipelines.bm25_memory import MemoryBM25Cache
 from pipelines.documents import Chunk, chunk_key
 from pipelines.guardrails import detect_question_language
@@ -47,9 +47,9 @@ class SearchSetup:
     language_route: str = "question_and_source"
     source_language: str | None = "en"
     language_min_confidence: float = 0.5  # below it the question's language counts as unknown (as the gate's)
-    feedback_docs: int = 0  # hybrid's BM25 feedback (pipelines/bm25_feedback.py); 0: off
-    feedback_terms: int = 20
-    feedback_weight: float = 0.2
+    feedback: Feedback = field(
+        default_factory=Feedback
+    )  # hybrid's BM25 feedback (pipelines/bm25_feedback.py); off by default
 
     originals: OriginalsCache = field(default_factory=OriginalsCache)
     bm25_memory: MemoryBM25Cache = field(default_factory=MemoryBM25Cache)  # the feedback's term statistics
@@ -70,9 +70,7 @@ class SearchSetup:
             "language_route": settings.language_route,
             "source_language": settings.source_language,
             "language_min_confidence": settings.language_min_confidence,
-            "feedback_docs": settings.bm25_feedback_docs if settings.bm25_feedback == "on" else 0,
-            "feedback_terms": settings.bm25_feedback_terms,
-            "feedback_weight": settings.bm25_feedback_weight,
+            "feedback": Feedback.from_settings(settings),
         }
         return cls(index=index, strategy=strategy, **{**values, **overrides})
 
@@ -116,7 +114,7 @@ def _search(mode: str, question: str, question_vector: np.ndarray, setup: Search
         dense.append(setup.index.dense_search(question_vector, width, setup.strategy, lane.language) if meaning else [])
         lexical = mode != "dense" and lane.lexical
         vector = None
-        if lexical and mode == "hybrid" and setup.feedback_docs > 0:  # BM25 feedback from the dense top
+        if lexical and mode == "hybrid" and setup.feedback.on:  # BM25 feedback from the dense top
             vector = _feedback_query(question, lane, dense[-1], setup)
         elif lexical:
             vector = bm25.query_vector(question, setup.bm25_analyzer, lane.analysis_language)
@@ -138,11 +136,8 @@ def _feedback_query(question: str, lane: Lane, dense: list[Hit], setup: SearchSe
     """The question expanded by the lane's top dense chunks' heaviest terms, as the query graph's
     `feedback_bm25_hits` node does (query_graph/retrieval.py)."""
     engine = setup.bm25_memory.engine("eval", setup.index, setup.strategy, lane.language, setup.bm25_analyzer)
-    keys = [chunk_key(h.chunk.chunk_id) for h in dense[: setup.feedback_docs]]
-    weights = expanded_query(
-        question, keys, engine, lane.analysis_language, setup.feedback_terms, setup.feedback_weight
-    )
-    return bm25.weighted_query_vector(weights)
+    keys = [chunk_key(h.chunk.chunk_id) for h in dense]
+    return bm25.weighted_query_vector(setup.feedback.weights(question, keys, engine, lane.analysis_language))
 
 
 def run_mode(mode: str, question: str, question_vector: np.ndarray, setup: SearchSetup, limit: int) -> ModeResult:

@@ -106,9 +106,6 @@ def token_terms(token: str) -> tuple[str, ...]:
     return tuple(terms)
 
 
-_STEMMER = snowballstemmer.stemmer("english")
-
-
 def analyze_english_stem(text: str, language: str | None = None) -> list[str]:
     """`analyze`, then Snowball English on purely alphabetic terms: "returns" and "returned" meet
     "return"; identifiers, versions and keys (`retention_days`, `16.11.1`) stay whole. Every language
@@ -152,8 +149,6 @@ _CJK_RUN = re.compile(r"([\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\u
 def stem(algorithm: str, word: str) -> str:
     """`word` stemmed by the named Snowball algorithm. Cached like `token_terms`: the pure-Python
     stemmer was most of the time of analysing a page (7 s of 7.3 s for the FastAPI pages)."""
-    if algorithm == "english":
-        return _STEMMER.stemWord(word)
     if algorithm not in _STEMMERS:
         _STEMMERS[algorithm] = snowballstemmer.stemmer(algorithm)
     return _STEMMERS[algorithm].stemWord(word)

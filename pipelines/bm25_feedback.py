@@ -20,9 +20,43 @@ from __future__ import annotations
 
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 
 from pipelines.bm25 import analyzer
 from pipelines.bm25_memory import MemoryBM25
+from pipelines.settings import Settings
+
+
+@dataclass(frozen=True)
+class Feedback:
+    """How a hybrid retrieval expands its BM25 query: the top `docs` dense chunks' `terms` heaviest terms
+    at up to `weight`; `docs` 0: off. One value for the query graph, the evaluations and the benchmark."""
+
+    docs: int = 0
+    terms: int = 20
+    weight: float = 0.2
+
+    @classmethod
+    def from_settings(cls, settings: Settings, on: bool | None = None) -> Feedback:
+        """The settings' feedback; `on` overrides whether it runs (a variant, a benchmark's comparison)."""
+        on = settings.bm25_feedback == "on" if on is None else on
+        return cls(
+            settings.bm25_feedback_docs if on else 0, settings.bm25_feedback_terms, settings.bm25_feedback_weight
+        )
+
+    @property
+    def on(self) -> bool:
+        return self.docs > 0
+
+    def label(self) -> str:
+        """ "off" or "<docs> docs, <terms> terms x <weight>", as the evaluation reports record it."""
+        return f"{self.docs} docs, {self.terms} terms x {self.weight}" if self.on else "off"
+
+    def weights(
+        self, question: str, ranked_keys: Sequence[str], engine: MemoryBM25, language: str | None
+    ) -> dict[str, float]:
+        """The expanded query of `question` from the first `docs` of `ranked_keys` (the dense hits, best first)."""
+        return expanded_query(question, ranked_keys[: self.docs], engine, language, self.terms, self.weight)
 
 
 def expansion_terms(

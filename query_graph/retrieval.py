@@ -13,12 +13,13 @@ fused lists are interleaved (pipelines/language_lanes.py `fuse_lanes`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 import numpy as np
 from hamilton.function_modifiers import config
 
-from pipelines import bm25, bm25_feedback
+from pipelines import bm25
+from pipelines.bm25_feedback import Feedback
 from pipelines.bm25_memory import MemoryBM25Cache
 from pipelines.documents import Chunk, chunk_key
 from pipelines.guardrails import Verdict
@@ -82,9 +83,7 @@ class RetrievalPlan:
     fusion_weights: tuple[float, ...]
     bm25_analyzer: str = "plain"  # the active index version's, so questions are analysed as its chunks were
     originals: Originals | None = None  # translated chunk -> its original, when a lane lists originals
-    feedback_docs: int = 0  # BM25 feedback (pipelines/bm25_feedback.py): top dense chunks read; 0: off
-    feedback_terms: int = 20
-    feedback_weight: float = 0.2
+    feedback: Feedback = field(default_factory=Feedback)  # BM25 feedback (pipelines/bm25_feedback.py); off by default
 
     def dense(self, embedding: np.ndarray) -> list[list[Ranked]]:
         return [
@@ -108,7 +107,7 @@ class RetrievalPlan:
     def sparse_with_feedback(self, question: str, dense: list[list[Ranked]]) -> list[list[Ranked]]:
         """Each lane's BM25 list for the question expanded by the heaviest terms of the lane's top dense
         chunks (pipelines/bm25_feedback.py); feedback off: the plain BM25 lists."""
-        if self.feedback_docs <= 0:
+        if not self.feedback.on:
             return self.sparse(question)
         out: list[list[Ranked]] = []
         for lane, hits in zip(self.lanes, dense or [[] for _ in self.lanes], strict=True):
@@ -118,10 +117,7 @@ class RetrievalPlan:
             engine = self.bm25_memory.engine(
                 self.index_version, self.vector_index, self.strategy, lane.language, self.bm25_analyzer
             )
-            keys = [h.key for h in hits[: self.feedback_docs]]
-            weights = bm25_feedback.expanded_query(
-                question, keys, engine, lane.analysis_language, self.feedback_terms, self.feedback_weight
-            )
+            weights = self.feedback.weights(question, [h.key for h in hits], engine, lane.analysis_language)
             if self.bm25_engine == "memory":
                 out.append(
                     [
@@ -236,9 +232,9 @@ def retrieval_plan(
         fusion_weights=tuple(fusion_weights),
         bm25_analyzer=bm25_analyzer,
         originals=originals,
-        feedback_docs=bm25_feedback_docs if bm25_feedback == "on" else 0,
-        feedback_terms=bm25_feedback_terms,
-        feedback_weight=bm25_feedback_weight,
+        feedback=Feedback(
+            bm25_feedback_docs if bm25_feedback == "on" else 0, bm25_feedback_terms, bm25_feedback_weight
+        ),
     )
 
 

@@ -115,13 +115,6 @@ def rerank_scorer(settings: Settings) -> Any:
     return score
 
 
-def feedback_label(setup: Any) -> str:
-    """The hybrid BM25 feedback an evaluation ran with: "off" or "<docs> docs, <terms> terms x <weight>"."""
-    if setup.feedback_docs <= 0:
-        return "off"
-    return f"{setup.feedback_docs} docs, {setup.feedback_terms} terms x {setup.feedback_weight}"
-
-
 def _write(out: str, report: dict[str, Any]) -> Path:
     path = Path(out)
     path.parent.mkdir(parents=True, exist_ok=True)
@@ -177,7 +170,7 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
     report["index"]["language_route"] = setup.language_route
     report["index"]["dense_unit_tokens"] = opened.version.chunk_settings.get("dense_unit_tokens", 0)
     report["index"]["dense_unit_scope"] = opened.version.chunk_settings.get("dense_unit_scope", "all")
-    report["index"]["bm25_feedback"] = feedback_label(setup)
+    report["index"]["bm25_feedback"] = setup.feedback.label()
     _write(args.out, report)
     return 0
 
@@ -222,7 +215,7 @@ def cmd_eval_beir(args: argparse.Namespace) -> int:
                 **info,
                 "qrels": str(args.qrels or Path(args.data) / "qrels" / "test.tsv"),
                 "fusion": setup.fusion,
-                "bm25_feedback": feedback_label(setup),
+                "bm25_feedback": setup.feedback.label(),
             }
             run = evaluate_beir(data, modes, model, index, setup, info)
         finally:
