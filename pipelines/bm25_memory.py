@@ -57,6 +57,10 @@ class MemoryBM25:
             self._weights[key] = weights  # a race computes the same dict twice, harmlessly
         return weights
 
+    def chunks_by_key(self, keys: list[str]) -> dict[str, Chunk]:
+        """The chunks of these keys that the engine holds (payloads without a store call)."""
+        return {key: self.chunks[row] for key in keys if (row := self.positions.get(key)) is not None}
+
     def search_weighted(self, weights: Mapping[str, float], limit: int) -> list[Hit]:
         """BM25 with a weight per query term (feedback-expanded queries): the sum of weight x the
         term's BM25 score."""
