@@ -18,6 +18,14 @@ answer is taken in two tiers, with no factor to tune:
    then answer what the hits' own texts could not. A sentence that is one hit's own and another's
    neighbour (two hits from one page) is taken once, at its best score.
 
+Sentence order. By default the qualifying sentences are ordered by that coverage (`lexical`). With a
+sentence ranker (`cross_encoder`: the packaged reranker, English questions only) the coverage still
+decides which sentences qualify at all (so "nothing covers the question" is unchanged), but the best
+`RANKED_POOL` of them are ordered by the ranker, and the answer keeps the best `max_sentences` that score
+within `RANKED_MARGIN` logits of the first. Word overlap cannot tell the sentence that answers from one
+that repeats the question's words; a cross-encoder reads both. Chosen on XQuAD English (questions on
+Wikipedia paragraphs, not our golden sets): evals/RESULTS.md "Sentence ranker".
+
 The rule is lexicographic rather than a discount: a discount factor would be one more number fitted
 to the golden sets, and any factor lets a neighbour that shares enough question words outrank the
 sentence retrieval actually matched, which is how context lowered "facts present" before.
@@ -33,7 +41,7 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from pipelines.bm25 import analyze
@@ -66,6 +74,12 @@ QUESTION_WORDS = frozenset(
 _FENCE = re.compile(r"(```|~~~).*?(\1|\Z)", re.S)
 # Emphasis and code markup, but not the underscores inside identifiers such as RAGLINE_PORT.
 _MARKUP = re.compile(r"[*`]+|(?<!\w)_+|_+(?!\w)|^\s*>+\s?", re.M)
+
+
+# Scores sentences for one question (higher answers it better), in the sentences' order.
+SentenceRanker = Callable[[str, Sequence[str]], Sequence[float]]
+RANKED_POOL = 12  # the qualifying sentences a ranker reads: the best by coverage
+RANKED_MARGIN = 5.0  # a kept sentence scores within this many logits of the ranker's best
 
 
 @dataclass(frozen=True)
@@ -178,18 +192,38 @@ def with_marker(sentence: str, chunk_id: str) -> str:
 
 
 def extract_answer(
-    question: str, chunks: Sequence[Chunk], max_sentences: int = 3, min_score: float = 0.15, passages: int = 5
+    question: str,
+    chunks: Sequence[Chunk],
+    max_sentences: int = 3,
+    min_score: float = 0.15,
+    passages: int = 5,
+    ranker: SentenceRanker | None = None,
 ) -> tuple[str, list[ScoredSentence]]:
     """The cited answer and the sentences it used; an empty answer when nothing covers the question.
-    The chunks' own sentences come first; their neighbours' only when no own sentence qualifies."""
+    The chunks' own sentences come first; their neighbours' only when no own sentence qualifies.
+    `ranker`: orders the qualifying sentences instead of their coverage (see the module's docstring)."""
     chunks = chunks[:passages]
     scored = [s for s in score_sentences(question, chunks, own_only=True) if s.score >= min_score]
     if not scored and any(c.context_text is not None for c in chunks):
         scored = once([s for s in score_sentences(question, chunks) if s.score >= min_score])
-    best = sorted(scored, key=lambda s: -s.score)[:max_sentences]
+    best = ranked(question, scored, ranker, max_sentences) if ranker else covering(scored, max_sentences)
     if not best:
         return "", []
-    # Keep sentences close in score to the best one, so a weak tail does not dilute the answer.
-    best = [s for s in best if s.score >= best[0].score * 0.6]
     ordered = sorted(best, key=lambda s: (s.rank, s.position))
     return " ".join(with_marker(s.text, s.chunk_id) for s in ordered), ordered
+
+
+def covering(scored: list[ScoredSentence], count: int) -> list[ScoredSentence]:
+    """The best `count` by coverage, those close to the best one, so a weak tail does not dilute the answer."""
+    best = sorted(scored, key=lambda s: -s.score)[:count]
+    return [s for s in best if s.score >= best[0].score * 0.6]
+
+
+def ranked(question: str, scored: list[ScoredSentence], ranker: SentenceRanker, count: int) -> list[ScoredSentence]:
+    """The best `count` of the pool by the ranker's score, within `RANKED_MARGIN` of its best."""
+    pool = sorted(scored, key=lambda s: -s.score)[:RANKED_POOL]
+    if not pool:
+        return []
+    scores = list(ranker(question, [s.text for s in pool]))
+    order = sorted(range(len(pool)), key=lambda i: -scores[i])[:count]  # stable: ties keep coverage order
+    return [pool[i] for i in order if scores[i] >= scores[order[0]] - RANKED_MARGIN]

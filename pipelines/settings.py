@@ -187,6 +187,11 @@ class Settings(BaseSettings):
     crag_rerank_lower: float = Field(0.05, description="CRAG: top reranker probability below this rewrites.")
     crag_rerank_upper: float = Field(0.50, description="CRAG: top reranker probability at or above this generates.")
     generator: Literal["extractive", "litellm"] = Field("extractive", description="Generator variant.")
+    sentence_ranker: Literal["lexical", "cross_encoder"] = Field(
+        "lexical",
+        description="What orders an extractive answer's qualifying sentences: their coverage of the question's "
+        "words, or the packaged cross-encoder (English questions; others keep the lexical order).",
+    )
     llm_model: str = Field("openai/local", description="litellm model id of the generator (provider/model).")
     llm_api_base: str | None = Field(None, description="Base URL of the generator's API (e.g. a loopback server).")
     llm_api_key: str | None = Field(None, description="API key of the generator's provider.")

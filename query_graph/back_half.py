@@ -96,7 +96,7 @@ class BackHalf:
             # every number that changes which passages are found or which sentences are kept.
             "retrieval_profile": json.dumps({**variants, **answer_settings(s), "top_k": top_k}, sort_keys=True),
         }
-        if variants["rerank"] == "cross_encoder":
+        if variants["rerank"] == "cross_encoder" or variants["sentence_ranker"] == "cross_encoder":
             inputs["reranker"] = self.reranker()  # RerankUnavailable when its file is missing or altered
         if variants["generator"] == "litellm" or variants["verify"] == "llm":
             inputs["llm_harness"] = self.harness()

@@ -11,10 +11,12 @@ from typing import Any
 from hamilton.function_modifiers import config
 
 from pipelines.citations import CitationError, UncitedAnswer, ValidatedSentence, markers
-from pipelines.extractive import extract_answer
+from pipelines.extractive import SentenceRanker, extract_answer
 from pipelines.generators_litellm import CLARIFY, NO_ANSWER, Passage, attach_citation, build_messages, classify
 from pipelines.generators_litellm import sentences_as_they_complete as complete_sentences
+from pipelines.guardrails import LanguageGuess
 from pipelines.llm_harness import LLMHarness
+from pipelines.rerank import CrossEncoderReranker
 from query_graph.retrieval import Candidate
 from query_graph.sink import raise_if_cancelled
 
@@ -31,16 +33,41 @@ class Draft:
     checked: tuple[ValidatedSentence, ...] | None = None
     dropped: tuple[str, ...] = ()
     attached: int = 0  # citations attached after generation to sentences that had none
+    sentence_ranker: str | None = None  # what ordered an extractive answer's sentences
+
+
+@config.when(sentence_ranker="lexical")
+def answer_sentence_ranker__lexical() -> SentenceRanker | None:
+    """Sentences ordered by how much of the question they cover (pipelines/extractive.py)."""
+    return None
+
+
+@config.when(sentence_ranker="cross_encoder")
+def answer_sentence_ranker__cross_encoder(
+    reranker: CrossEncoderReranker, guardrail_language: LanguageGuess
+) -> SentenceRanker | None:
+    """The packaged cross-encoder reads the question beside each sentence. It was trained on English
+    only (../shared/MODELS.md): a question in another language keeps the lexical order."""
+    return reranker.scores if guardrail_language.language == "en" else None
 
 
 @config.when(generator="extractive")
 def draft_answer__extractive(
-    question: str, context_candidates: list[Candidate], answer_sentences: int, min_answer_score: float
+    question: str,
+    context_candidates: list[Candidate],
+    answer_sentences: int,
+    min_answer_score: float,
+    answer_sentence_ranker: SentenceRanker | None,
 ) -> Draft:
     text, _ = extract_answer(
-        question, [c.chunk for c in context_candidates], max_sentences=answer_sentences, min_score=min_answer_score
+        question,
+        [c.chunk for c in context_candidates],
+        max_sentences=answer_sentences,
+        min_score=min_answer_score,
+        ranker=answer_sentence_ranker,
     )
-    return Draft(text=text, generator="extractive", kind="answer" if text else "no_answer")
+    ranker = "lexical" if answer_sentence_ranker is None else "cross_encoder"
+    return Draft(text=text, generator="extractive", kind="answer" if text else "no_answer", sentence_ranker=ranker)
 
 
 def _watched(tokens: Iterator[str], raw: list[str]) -> Iterator[str]:

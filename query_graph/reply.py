@@ -82,6 +82,7 @@ def reply(
         "citations": citations if status == "answered" else [],
         "retrieved": [_retrieved_entry(c, quoted.get(c.chunk.chunk_id), terms) for c in shown],
         "generator": draft_answer.generator,
+        "sentence_ranker": draft_answer.sentence_ranker,
         "provider": draft_answer.provider,
         "crag": crag_outcome.trace,
         "lanes": [lane.as_dict() for lane in retrieval_lanes],

@@ -20,6 +20,7 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "coverage": ("vocabulary", "off"),
     "crag": ("graded", "off"),
     "generator": ("extractive", "litellm"),
+    "sentence_ranker": ("lexical", "cross_encoder"),
     "verify": ("off", "lexical", "llm"),
 }
 

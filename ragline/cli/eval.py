@@ -358,6 +358,23 @@ def cmd_eval_lanes(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_eval_sentences(args: argparse.Namespace) -> int:
+    from evals.sentence_ranking import evaluate_sentence_rankers, load_questions
+    from pipelines.rerank import CrossEncoderReranker
+
+    base = Settings()
+    try:
+        questions = load_questions(Path(args.xquad), args.language, args.limit)
+        reranker = CrossEncoderReranker(base.reranker_model, base.reranker_path, base.rerank_max_tokens)
+        report = evaluate_sentence_rankers(questions, {"lexical": None, "cross_encoder": reranker.scores})
+    except (ValueError, OSError, KeyError, RuntimeError) as exc:  # RuntimeError: the reranker's file
+        print(f"ragline eval: {exc}", file=sys.stderr)
+        return 1
+    report["data"] = {"xquad": args.xquad, "language": args.language, "reranker_model": base.reranker_model}
+    _write(args.out, report)
+    return 0
+
+
 def register(commands: Any) -> None:
     group = commands.add_parser("eval", help="evaluate retrieval, answers and node variants")
     actions = group.add_subparsers(dest="action", required=True)
@@ -385,6 +402,15 @@ def register(commands: Any) -> None:
     lanes.add_argument("--embedding-model", default="multilingual-e5-small-q4")
     lanes.add_argument("--out", required=True)
     lanes.set_defaults(func=cmd_eval_lanes)
+
+    sentences = actions.add_parser(
+        "sentences", help="the extractive answer's sentence rankers on XQuAD (evals/sentence_ranking.py)"
+    )
+    sentences.add_argument("--xquad", required=True, help="folder with xquad.<lang>.json")
+    sentences.add_argument("--language", default="en", help="the questions' and paragraphs' language")
+    sentences.add_argument("--limit", type=int, help="only the first N questions")
+    sentences.add_argument("--out", required=True)
+    sentences.set_defaults(func=cmd_eval_sentences)
 
     beir = actions.add_parser("beir", help="nDCG@10 and recall@100 on a BEIR-format data set")
     beir.add_argument("--data", required=True, help="folder with corpus.jsonl, queries.jsonl, qrels/")

@@ -1,0 +1,85 @@
+"""The extractive answer's sentence ranker: coverage of the question's words (`lexical`) or the
+packaged cross-encoder (`cross_encoder`), on real chunks and the real model."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator, Sequence
+
+import pytest
+
+from pipelines.documents import Chunk
+from pipelines.extractive import RANKED_MARGIN, extract_answer
+from pipelines.guardrails import LanguageGuess
+from pipelines.rerank import CrossEncoderReranker
+from query_graph.generation import answer_sentence_ranker__cross_encoder
+from tests.query_graph.harbor import Harbor, harbor_index
+
+QUESTION = "Which port does the harbor dashboard listen on?"
+# The first sentence repeats the question's words and answers nothing; the second answers with few of them.
+DECOY = "The harbor dashboard page shows which port each harbor service uses and how to open the dashboard."
+ANSWER = "Out of the box it listens on 7420, and the HARBOR_PORT variable moves it elsewhere."
+CHUNK = Chunk(
+    "guide-1", "guide/config.md", "Configuration", ["Configuration", "Dashboard"], "dashboard", "", "heading", "en", 1,
+    f"{DECOY} {ANSWER}",
+)  # fmt: skip
+
+
+@pytest.fixture(scope="module")
+def reranker() -> CrossEncoderReranker:
+    return CrossEncoderReranker("ms-marco-MiniLM-L-12-v2-int8")
+
+
+@pytest.fixture(scope="module")
+def harbor(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Harbor]:
+    with harbor_index(tmp_path_factory.mktemp("harbor"), request) as index:
+        yield index
+
+
+def test_the_cross_encoder_quotes_the_sentence_that_answers_not_the_one_repeating_the_question(
+    reranker: CrossEncoderReranker,
+) -> None:
+    lexical, _ = extract_answer(QUESTION, [CHUNK], max_sentences=1)
+    ranked, used = extract_answer(QUESTION, [CHUNK], max_sentences=1, ranker=reranker.scores)
+    assert lexical.startswith(DECOY[:-1]) and "7420" not in lexical
+    assert "7420" in ranked and [s.text for s in used] == [ANSWER]
+
+
+def test_sentences_far_below_the_rankers_best_are_left_out_and_the_rest_keep_page_order() -> None:
+    def ranker(question: str, sentences: Sequence[str]) -> list[float]:
+        return [10.0 if "7420" in s else 10.0 - RANKED_MARGIN - 0.1 for s in sentences]
+
+    _, used = extract_answer(QUESTION, [CHUNK], ranker=ranker)
+    assert [s.text for s in used] == [ANSWER]
+
+    def close(question: str, sentences: Sequence[str]) -> list[float]:
+        return [10.0 if "7420" in s else 9.0 for s in sentences]
+
+    text, used = extract_answer(QUESTION, [CHUNK], ranker=close)
+    assert [s.text for s in used] == [DECOY, ANSWER]  # both kept, in the page's order
+    assert text.index("harbor dashboard page") < text.index("7420")
+
+
+def test_coverage_still_decides_whether_anything_answers() -> None:
+    calls: list[int] = []
+
+    def ranker(question: str, sentences: Sequence[str]) -> list[float]:
+        calls.append(len(sentences))
+        return [1.0] * len(sentences)
+
+    text, used = extract_answer("How do I rotate the signing keys of the vault?", [CHUNK], ranker=ranker)
+    assert text == "" and used == [] and calls == []
+
+
+def test_questions_in_other_languages_keep_the_lexical_order(reranker: CrossEncoderReranker) -> None:
+    assert answer_sentence_ranker__cross_encoder(reranker, LanguageGuess("en", 0.99)) is not None
+    assert answer_sentence_ranker__cross_encoder(reranker, LanguageGuess("de", 0.99)) is None
+    assert answer_sentence_ranker__cross_encoder(reranker, LanguageGuess(None, 0.0)) is None
+
+
+def test_the_variant_runs_in_the_graph_and_the_reply_says_which_ranker_ordered_it(harbor: Harbor) -> None:
+    service = harbor.service()
+    reply = service.answer(QUESTION, variants={"sentence_ranker": "cross_encoder"})
+    assert reply["status"] == "answered" and "7420" in reply["answer"]
+    assert reply["sentence_ranker"] == "cross_encoder" and reply["variants"]["sentence_ranker"] == "cross_encoder"
+    default = service.answer(QUESTION)
+    assert default["sentence_ranker"] == "lexical"
