@@ -83,6 +83,10 @@ QUESTIONS = [
     ("Why does a chunk get several dense vectors?", "architecture.md configuration.md"),
     ("How are the dense and BM25 results combined?", "architecture.md configuration.md"),
     ("What does BM25 feedback add to the query?", "architecture.md configuration.md"),
+    (
+        "How can the extractive answer pick the sentence that answers rather than one repeating my words?",
+        "architecture.md configuration.md",
+    ),
 ]
 
 
