@@ -1,10 +1,11 @@
 """The retrieval modes an evaluation compares, run straight against an opened index version.
 
 dense = the vector store's dense search; bm25 = its sparse search; hybrid = fusion of both lists
-(RRF by default); hybrid+rerank = the hybrid top `rerank_depth` re-ordered by a cross-encoder.
+(`RAGLINE_FUSION`, with BM25 feedback when it is on); hybrid+rerank = the hybrid top `rerank_depth`
+re-ordered by a cross-encoder. Each mode runs the query graph's own `RetrievalPlan` (query_graph/retrieval.py),
+so an evaluation measures the retrieval the server runs, lanes and all (pipelines/language_lanes.py).
 The query embedding is computed once per question by the caller and shared by every mode, so a
-mode's latency is its own search, fusion and rerank time. Each mode searches the question's retrieval
-lanes (pipelines/language_lanes.py) as the query graph does: one lane for an index of one language.
+mode's latency is its own search, fusion and rerank time.
 """
 
 from __future__ import annotations
@@ -16,15 +17,16 @@ from typing import Any
 
 import numpy as np
 
-from pipelines import bm25, fusion
+from pipelines import fusion
 from pipelines.bm25_feedback import Feedback
 from pipelines.bm25_memory import MemoryBM25Cache
-from pipelines.documents import Chunk, chunk_key
+from pipelines.documents import Chunk
 from pipelines.guardrails import detect_question_language
-from pipelines.language_lanes import Lane, fuse_lanes, lanes
-from pipelines.ports import Hit, VectorIndex
+from pipelines.language_lanes import Lane, lanes
+from pipelines.ports import VectorIndex
 from pipelines.settings import Settings
 from pipelines.translations import Originals, OriginalsCache
+from query_graph.retrieval import RetrievalPlan
 
 MODES = ("dense", "bm25", "hybrid", "hybrid+rerank")
 
@@ -79,6 +81,29 @@ class SearchSetup:
         source = next((lane.language for lane in lanes if lane.originals and lane.language), None)
         return None if source is None else self.originals.table("eval", self.index, self.strategy, source)
 
+    def plan(self, mode: str, question: str, depth: int) -> RetrievalPlan:
+        """The query graph's retrieval plan for one question (its lanes depend on its language) and one
+        mode, keeping `depth` chunks: the evaluations search exactly as the server does."""
+        lanes = self.lanes(question)
+        return RetrievalPlan(
+            retrieval=mode,
+            bm25_engine="qdrant",
+            fusion=self.fusion,
+            embedder=None,  # the caller embeds each question once for every mode
+            vector_index=self.index,
+            bm25_memory=self.bm25_memory,
+            index_version="eval",
+            strategy=self.strategy,
+            lanes=lanes,
+            candidates=max(self.candidates, depth),
+            keep=depth,
+            rrf_k=self.rrf_k,
+            fusion_weights=tuple(self.fusion_weights or (1.0, 1.0)),
+            bm25_analyzer=self.bm25_analyzer,
+            originals=self.originals_for(lanes),
+            feedback=self.feedback,
+        )
+
     def lanes(self, question: str) -> tuple[Lane, ...]:
         language = None
         if len(self.index_languages) > 1:  # one language: nothing to route, and no need to detect
@@ -104,40 +129,8 @@ def check_modes(modes: Sequence[str], setup: SearchSetup) -> None:
 
 
 def _search(mode: str, question: str, question_vector: np.ndarray, setup: SearchSetup, depth: int) -> list[Chunk]:
-    """The mode's lists in every lane of the question, fused as the query graph fuses them."""
-    width = max(setup.candidates, depth)
-    lanes = setup.lanes(question)
-    dense: list[list[Hit]] = []
-    sparse: list[list[Hit]] = []
-    for lane in lanes:
-        meaning = mode != "bm25"
-        dense.append(setup.index.dense_search(question_vector, width, setup.strategy, lane.language) if meaning else [])
-        lexical = mode != "dense" and lane.lexical
-        vector = None
-        if lexical and mode == "hybrid" and setup.feedback.on:  # BM25 feedback from the dense top
-            vector = _feedback_query(question, lane, dense[-1], setup)
-        elif lexical:
-            vector = bm25.query_vector(question, setup.bm25_analyzer, lane.analysis_language)
-        sparse.append(setup.index.sparse_search(vector, width, setup.strategy, lane.language) if vector else [])
-    if mode != "hybrid" and len(dense) == 1:  # one list: its own order, whatever the fusion method
-        return [h.chunk for h in (dense if mode == "dense" else sparse)[0][:depth]]
-    chunks = {chunk_key(h.chunk.chunk_id): h.chunk for hits in [*dense, *sparse] for h in hits}
-    lists = [[[(chunk_key(h.chunk.chunk_id), h.score) for h in hits] for hits in lanes] for lanes in (dense, sparse)]
-    weights = setup.fusion_weights or (1.0, 1.0)
-    originals = setup.originals_for(lanes)
-    fused = fuse_lanes(lanes, *lists, setup.fusion, mode, setup.rrf_k, weights, originals)[:depth]
-    missing = [key for key, _ in fused if key not in chunks]  # originals no search of this question found
-    if missing:
-        chunks.update(setup.index.chunks_by_key(missing))
-    return [chunks[key] for key, _ in fused]
-
-
-def _feedback_query(question: str, lane: Lane, dense: list[Hit], setup: SearchSetup) -> bm25.SparseVector:
-    """The question expanded by the lane's top dense chunks' heaviest terms, as the query graph's
-    `feedback_bm25_hits` node does (query_graph/retrieval.py)."""
-    engine = setup.bm25_memory.engine("eval", setup.index, setup.strategy, lane.language, setup.bm25_analyzer)
-    keys = [chunk_key(h.chunk.chunk_id) for h in dense]
-    return bm25.weighted_query_vector(setup.feedback.weights(question, keys, engine, lane.analysis_language))
+    """The mode's chunks, found as the query graph's retrieval finds them (its `RetrievalPlan`)."""
+    return [c.chunk for c in setup.plan(mode, question, depth).search(question, question_vector)]
 
 
 def run_mode(mode: str, question: str, question_vector: np.ndarray, setup: SearchSetup, limit: int) -> ModeResult:

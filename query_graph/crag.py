@@ -92,8 +92,9 @@ def crag_outcome__graded(
     if first != "rewrite":
         return CragOutcome(first, reranked_candidates, {**trace, "action": first})
     rewritten, how = _rewrite(question, generator, llm_harness)
-    retried = rerank_plan.apply(rewritten, retrieval_plan.run(rewritten))
-    score2, scale2 = _grade_score(retried, retrieval_plan, retrieval_plan.embedder.embed_query(rewritten))
+    embedding = retrieval_plan.embed(rewritten)  # once: the second retrieval and its grade share it
+    retried = rerank_plan.apply(rewritten, retrieval_plan.search(rewritten, embedding))
+    score2, scale2 = _grade_score(retried, retrieval_plan, embedding)
     second = action(score2, bands[scale2])
     trace["scores"]["rewritten"] = None if score2 is None else round(score2, 4)
     trace["rewritten_query"], trace["rewrite"] = rewritten, how

@@ -71,11 +71,11 @@ class RetrievalPlan:
     retrieval: str
     bm25_engine: str
     fusion: str
-    embedder: Embedder
+    embedder: Embedder | None  # None: a plan that is only given questions already embedded (`search`)
     vector_index: VectorIndex
     bm25_memory: MemoryBM25Cache
     index_version: str
-    strategy: str
+    strategy: str | None  # None: every strategy the index holds
     lanes: tuple[Lane, ...]
     candidates: int
     keep: int  # candidates kept after fusion (the rerank depth when a reranker follows)
@@ -166,7 +166,19 @@ class RetrievalPlan:
         """A whole retrieval pass (CRAG's second try uses it). The BM25 search runs after the embedding,
         not beside it: on 2 cores onnxruntime already uses both, and a search thread next to it made
         retrieval slower (p50 9.7 ms against 9.0 ms in one run; docs/operations.md)."""
-        dense = self.dense(self.embedder.embed_query(question)) if self.retrieval != "bm25" else []
+        return self.search(question, None if self.retrieval == "bm25" else self.embed(question))
+
+    def embed(self, question: str) -> np.ndarray:
+        if self.embedder is None:
+            raise ValueError("this retrieval plan has no embedder: give it the question's embedding (`search`)")
+        return self.embedder.embed_query(question)
+
+    def search(self, question: str, embedding: np.ndarray | None) -> list[Candidate]:
+        """A retrieval pass for a question already embedded (the evaluations embed a question once for
+        every mode they compare); `embedding` may be None for `bm25`."""
+        if self.retrieval != "bm25" and embedding is None:
+            raise ValueError(f"{self.retrieval} retrieval needs the question's embedding")
+        dense = self.dense(embedding) if embedding is not None and self.retrieval != "bm25" else []
         if self.retrieval == "hybrid":
             sparse = self.sparse_with_feedback(question, dense)
         else:
