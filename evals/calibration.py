@@ -334,9 +334,16 @@ def calibrate(
 
 
 def service_grader(service: Any) -> Callable[[GoldenQuestion], GradedScore | None]:
-    """Grade a golden question through the query graph: CRAG's initial graded score from the reply."""
+    """Grade a golden question through the query graph: CRAG's initial graded score from the reply. An
+    unanswerable question counts only when the graph without CRAG would answer it."""
 
     def grade(question: GoldenQuestion) -> GradedScore | None:
+        if question.expected != "answer":
+            # An unanswerable question the graph already answers `no_answer` without CRAG (coverage, the
+            # extractive threshold) gives the bands nothing to catch: fitting on it would only raise them.
+            without = service.answer(question.question, variants={"crag": "off"})
+            if without.get("status") != "answered":
+                return None
         reply = service.answer(question.question, variants={"crag": "graded"})
         trace = reply.get("crag") or {}
         score = (trace.get("scores") or {}).get("initial")
@@ -383,7 +390,8 @@ def format_tradeoff(record: dict[str, Any]) -> str:
                 s = crag[f"{scale}_summary"]
                 lines.append(
                     f"CRAG {scale} bands [{crag[low]}, {crag[high]}]: answered {s['answered_share']:.0%} of "
-                    f"{s['answerable']} answerable, abstained on {s['abstained_share']:.0%} of {s['unanswerable']}"
+                    f"{s['answerable']} answerable, abstained on {s['abstained_share']:.0%} of {s['unanswerable']} "
+                    "unanswerable that the graph would answer without CRAG"
                 )
     else:
         lines.append(f"CRAG bands not fitted: {crag.get('reason')}")

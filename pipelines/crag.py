@@ -131,7 +131,9 @@ def fit_bands(
     """Pick (lower, upper) from the graded top scores of labelled questions.
 
     `lower` is the highest threshold that still keeps `target_recall` of the answerable questions
-    (midway to the next lower score, so it does not sit on a data point); `upper` is the lowest
+    (midway to the next lower score, so it does not sit on a data point), brought down to just above the
+    highest unanswerable score under it (to the lowest answerable score when none is under it): the same
+    unanswerable questions abstain, and no answerable one is turned away for nothing; `upper` is the lowest
     threshold above which at least `direct_precision` of the questions are answerable (nothing to
     correct there). The trade-off table lists answered/abstained shares at each candidate point."""
     if len(scores) != len(answerable) or not scores:
@@ -150,6 +152,11 @@ def fit_bands(
     lower = pos[cut] if cut == 0 else (pos[cut] + pos[cut - 1]) / 2
     if cut == 0 and neg and min(neg) < pos[0]:
         lower = (pos[0] + max(n for n in neg if n < pos[0])) / 2
+    # The lowest threshold that abstains on the same unanswerable questions: above the highest unanswerable
+    # score under `lower`, a higher threshold only turns answerable questions away.
+    caught = max((n for n in neg if n < lower), default=None)
+    floor = pos[0] if caught is None else (caught + min(p for p in pos if p > caught)) / 2
+    lower = min(lower, floor)
     upper = max(pos[-1], lower)
     for t in sorted({*pos, *neg}):
         above = [a for s, a in zip(scores, answerable, strict=True) if s >= t]

@@ -59,6 +59,20 @@ def test_fit_bands_separates_answerable_from_unanswerable() -> None:
         fit_bands([0.5], [True, False])
 
 
+def test_fit_bands_turns_no_answerable_question_away_for_nothing() -> None:
+    answerable = [0.9, 0.88, 0.85, 0.83, 0.8, 0.78, 0.75, 0.72, 0.7, 0.61]
+    # The 90% point sits between 0.61 and 0.7, but the only unanswerable score is far below both: the
+    # lowest answerable question can be kept at no cost.
+    fit = fit_bands([*answerable, 0.3], [True] * 10 + [False])
+    assert 0.3 < fit.bands.lower <= 0.61 and fit.answered_share == 1.0 and fit.abstained_share == 1.0
+    # With nothing to catch, nothing answerable is turned away either.
+    alone = fit_bands(answerable, [True] * 10)
+    assert alone.bands.lower <= 0.61 and alone.answered_share == 1.0
+    # An unanswerable score among the answerable ones still sets the band where the target allows.
+    mixed = fit_bands([*answerable, 0.65], [True] * 10 + [False])
+    assert 0.65 < mixed.bands.lower <= 0.7 and mixed.answered_share == 0.9 and mixed.abstained_share == 1.0
+
+
 def test_on_topic_question_is_generated_directly(harbor: Harbor) -> None:
     reply = harbor.service().answer(PORT_Q)
     assert reply["crag"]["action"] == "generate" and reply["crag"]["grade"] == "correct"
