@@ -72,6 +72,20 @@ def lanes(
     return (own,)
 
 
+def lexical_languages(
+    route: str, index_languages: Sequence[str], language_filter: str | None = None
+) -> list[str | None]:
+    """Every lane language in which some question can run BM25 under these settings (`lanes`' lexical
+    lanes over all question languages): what a server builds BM25 statistics for before the first question."""
+    if route not in ROUTES:
+        raise ValueError(f"unknown language route {route!r}; known: {list(ROUTES)}")
+    if language_filter:
+        return [language_filter]
+    if route == "all" or len(index_languages) <= 1:
+        return [None]
+    return [None, *index_languages]  # a question of unknown language searches the whole index
+
+
 def fuse_lanes(
     lanes: Sequence[Lane],
     dense: Sequence[Ranked],

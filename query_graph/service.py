@@ -18,6 +18,7 @@ import structlog
 from pipelines.cache_redis import CacheUnavailable
 from pipelines.embedders import load_embedder
 from pipelines.guardrails import SpokenLanguage
+from pipelines.language_lanes import lexical_languages
 from pipelines.ports import StoreUnavailable, VectorIndex
 from pipelines.profiles import Stores
 from pipelines.registry import IndexVersion
@@ -82,7 +83,7 @@ class QueryService:
         except (NoActiveIndex, FingerprintMismatch, StoreUnavailable):
             return
         analyzer = version.chunk_settings.get("bm25_analyzer", "plain")
-        for language in [None, *version.languages] if len(version.languages) > 1 else [None]:
+        for language in lexical_languages(s.language_route, version.languages, s.language_filter):
             self.back.bm25_memory.engine(version.version, index, s.chunk_strategy, language, analyzer)
 
     def check_ready(self) -> dict[str, Any]:

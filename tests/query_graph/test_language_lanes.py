@@ -9,7 +9,7 @@ import pytest
 
 from pipelines import bm25
 from pipelines.documents import Chunk, chunk_key
-from pipelines.language_lanes import Lane, lanes
+from pipelines.language_lanes import Lane, lanes, lexical_languages
 from pipelines.translations import Originals, original_document
 from tests.query_graph.harbor import Harbor, harbor_index
 
@@ -77,6 +77,21 @@ def test_routes_choose_the_lanes() -> None:
     assert lanes("question_and_source", "es", held, "en", language_filter="zh") == (Lane("zh", True, "zh"),)
     with pytest.raises(ValueError, match="unknown language route 'nearest'"):
         lanes("nearest", "es", held, "en")
+
+
+@pytest.mark.parametrize("route", ["question_and_source", "question", "all"])
+@pytest.mark.parametrize(("held", "pinned"), [(["en", "es", "zh"], None), (["en"], None), (["en", "es"], "es")])
+def test_lexical_languages_are_exactly_those_of_the_lexical_lanes(
+    route: str, held: list[str], pinned: str | None
+) -> None:
+    """What a server warms (`lexical_languages`) is what questions in any language will search with BM25."""
+    reached = {
+        lane.language
+        for question_language in [*held, "fr", None]
+        for lane in lanes(route, question_language, held, "en", language_filter=pinned)
+        if lane.lexical
+    }
+    assert set(lexical_languages(route, held, pinned)) == reached
 
 
 def _chunk(document_id: str, anchor: str, language: str, position: int = 0, sections: list | None = None) -> Chunk:  # type: ignore[type-arg]
