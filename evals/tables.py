@@ -63,7 +63,39 @@ def paired_row(a_path: Path, b_path: Path, mode: str = "hybrid") -> str:
     )
 
 
+def paired_lane_rows(a_path: Path, b_path: Path, route: str = "question_and_source") -> list[str]:
+    """Per question language and metric of `eval lanes` (own@5, original@5): B minus A over the questions
+    both runs scored, with the paired bootstrap 95% interval and the exact sign test."""
+    runs = [json.loads(p.read_text())["routes"].get(route) for p in (a_path, b_path)]
+    if not runs[0] or not runs[1]:
+        raise ValueError(f"both files need route {route!r}")
+    rows = []
+    for lang in sorted(set(runs[0]) & set(runs[1])):
+        per = [run[lang].get("per_question") for run in runs]
+        if not per[0] or not per[1]:
+            raise ValueError("both files need per-question outcomes (an `eval lanes` output of this version)")
+        ids = sorted(set(per[0]) & set(per[1]))
+        for metric in ("own@5", "original@5"):
+            a, b = [float(per[0][q][metric]) for q in ids], [float(per[1][q][metric]) for q in ids]
+            low, high = paired_bootstrap_ci(a, b)
+            rows.append(
+                f"| {lang} | {metric} | {len(ids)} | {mean(a):.4f} | {mean(b):.4f} | {mean(b) - mean(a):+.4f} | "
+                f"[{low:+.4f}, {high:+.4f}] | {sign_test(a, b):.3g} |"
+            )
+    return rows
+
+
 def main(argv: list[str]) -> int:
+    if argv[0] == "paired-lanes":
+        try:
+            rows = paired_lane_rows(Path(argv[1]), Path(argv[2]), *(argv[3:4] or ["question_and_source"]))
+        except ValueError as exc:
+            print(f"evals.tables paired-lanes: {exc}", file=sys.stderr)
+            return 2
+        print("| language | metric | n | a | b | b - a | 95% CI (paired bootstrap) | sign test p |")
+        print("|---" * 8 + "|")
+        print("\n".join(rows))
+        return 0
     if argv[0] == "paired":
         try:
             row = paired_row(Path(argv[1]), Path(argv[2]), *(argv[3:4] or ["hybrid"]))

@@ -62,6 +62,7 @@ def write_site(xquad: Path, languages: list[str], root: Path) -> dict[str, list[
                         "source_answer": source_qa["answers"][0]["text"],
                         "page": f"{slug}.md",
                         "anchor": f"p-{n + 1}",
+                        "id": qa["id"],  # the same in every language: runs pair question by question
                     }
                 )
             page = root / language / f"{slug}.md"
@@ -117,6 +118,11 @@ def evaluate_lanes(
                 "n": len(own),
                 "own@5": round(mean([float(x) for x in own]), 4),
                 "original@5": round(mean([float(x) for x in original]), 4),
+                # Per question (XQuAD ids), so two runs compare with `python -m evals.tables paired-lanes`.
+                "per_question": {
+                    q["id"]: {"own@5": int(o), "original@5": int(g)}
+                    for q, o, g in zip(questions[lang], own, original, strict=True)
+                },
             }
         report["routes"][route] = by_language
         log.info("xquad_lanes_route", route=route, **{lang: by_language[lang] for lang in languages})
