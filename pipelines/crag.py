@@ -11,6 +11,7 @@ against two calibrated bands.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Sequence
 from dataclasses import dataclass
@@ -163,7 +164,8 @@ def fit_bands(
         if t >= lower and above and sum(above) / len(above) >= direct_precision:
             upper = t
             break
-    bands = Bands(round(lower, 4), round(max(upper, lower), 4))
+    # Rounded down: a band rounded up past the score it was placed at would turn that question away.
+    bands = Bands(math.floor(lower * 1e4) / 1e4, math.floor(max(upper, lower) * 1e4) / 1e4)
     tradeoff = [
         {"threshold": round(t, 4), "answered": share(pos, t, True), "abstained": share(neg, t, False)}
         for t in sorted({*pos, *neg, bands.lower, bands.upper})

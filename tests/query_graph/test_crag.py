@@ -68,6 +68,9 @@ def test_fit_bands_turns_no_answerable_question_away_for_nothing() -> None:
     # With nothing to catch, nothing answerable is turned away either.
     alone = fit_bands(answerable, [True] * 10)
     assert alone.bands.lower <= 0.61 and alone.answered_share == 1.0
+    # The band is stored to four decimals, rounded down: rounding up would turn away the question at it.
+    exact = fit_bands([0.690472, 0.8, 0.9], [True, True, True], target_recall=1.0)
+    assert exact.bands.lower == 0.6904 and exact.answered_share == 1.0
     # An unanswerable score among the answerable ones still sets the band where the target allows.
     mixed = fit_bands([*answerable, 0.65], [True] * 10 + [False])
     assert 0.65 < mixed.bands.lower <= 0.7 and mixed.answered_share == 0.9 and mixed.abstained_share == 1.0
