@@ -2,8 +2,8 @@
 
 The judge splits each answer sentence into claims and, for each claim, must quote the passage text
 that supports it (or give no quote). A claim counts as supported only when its quote is really in
-the passage it names and that passage is one the sentence cites; the judge's word alone counts for
-nothing. Facts are checked the same way against the answer: a fact is stated only with a quote
+the passage it names, that passage is one the sentence cites, and the quote holds at least half of the
+claim's content words; the judge's word alone counts for nothing. Facts are checked the same way against the answer: a fact is stated only with a quote
 from the answer.
 """
 
@@ -18,6 +18,7 @@ from typing import Any
 import structlog
 
 from evals.golden import normalise
+from pipelines.bm25 import analyze
 from pipelines.citations import MARKER, split_sentences
 
 log = structlog.get_logger(__name__)
@@ -114,6 +115,17 @@ def build_request(question: str, answer: str, sources: Mapping[str, str], facts:
     }
 
 
+QUOTE_OVERLAP = 0.5  # share of the claim's content words its quote must hold
+
+
+def says(quote: str, claim: str) -> bool:
+    """The quote holds at least half of the claim's content words (stemmed): a real span of the passage
+    that is about something else does not support the claim, whatever the judge says. A small judge
+    model was seen copying any sentence of the passage; this is what makes its control run fail."""
+    wanted = set(analyze(claim))
+    return bool(wanted) and len(wanted & set(analyze(quote))) / len(wanted) >= QUOTE_OVERLAP
+
+
 def check(payload: dict[str, Any], verdict: dict[str, Any], sources: Mapping[str, str]) -> JudgedAnswer:
     """Turn the judge's verdict into scores, trusting only quotes found where they are said to be."""
     judged = JudgedAnswer()
@@ -131,6 +143,7 @@ def check(payload: dict[str, Any], verdict: dict[str, Any], sources: Mapping[str
                 and chunk_id in sources
                 and bool(normalise(quote))
                 and normalise(quote) in normalise(sources[chunk_id])
+                and says(quote, str(c.get("claim") or ""))
             )
             judged.claims.append(Claim(index, str(c.get("claim", "")), chunk_id, quote, ok))
             if ok:

@@ -3,7 +3,9 @@
 It reads the JSON request `evals.judge` sends and, for each statement, quotes the statement itself
 from the first cited passage that contains it (no quote when none does), as an honest judge would.
 Under the path prefix `/liar` it instead invents a quote for every claim, so the test can show the
-code refuses quotes that are not in the passage; under `/garbage` it answers prose, not JSON.
+code refuses quotes that are not in the passage; under `/copier` it quotes real text of the cited passage
+that does not say the claim (its last sentence; what a small model was seen doing); under `/garbage` it
+answers prose, not JSON.
 """
 
 from __future__ import annotations
@@ -21,13 +23,17 @@ def _norm(text: str) -> str:
     return re.sub(r"\s+", " ", re.sub(r"[`*]", "", text.lower())).strip()
 
 
-def verdict(payload: dict[str, Any], liar: bool) -> dict[str, Any]:
+def verdict(payload: dict[str, Any], liar: bool, copier: bool = False) -> dict[str, Any]:
     passages = {p["chunk_id"]: p["text"] for p in payload["passages"]}
     statements = []
     for s in payload["statements"]:
         source = next((c for c in s["cites"] if c in passages and _norm(s["statement"]) in _norm(passages[c])), None)
         if liar:
             claim = {"claim": s["statement"], "chunk_id": (s["cites"] or [None])[0], "quote": "an invented quote"}
+        elif copier:
+            cited = next((c for c in s["cites"] if c in passages), None)
+            last = re.split(r"(?<=[.!?])\s+", passages[cited].strip())[-1] if cited else None
+            claim = {"claim": s["statement"], "chunk_id": cited, "quote": last}
         else:
             claim = {"claim": s["statement"], "chunk_id": source, "quote": s["statement"] if source else None}
         statements.append({"index": s["index"], "claims": [claim]})
@@ -43,7 +49,8 @@ class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
         payload = json.loads(body["messages"][-1]["content"])
-        content = "```json\n" + json.dumps(verdict(payload, self.path.startswith("/liar"))) + "\n```"
+        found = verdict(payload, self.path.startswith("/liar"), self.path.startswith("/copier"))
+        content = "```json\n" + json.dumps(found) + "\n```"
         if self.path.startswith("/garbage"):
             content = "The answer looks fine to me."
         reply = {

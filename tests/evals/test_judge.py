@@ -35,6 +35,16 @@ def test_quotes_decide_support_not_the_judges_word() -> None:
     assert lied.faithfulness == 0.0 and lied.citation_recall == 0.0
 
 
+def test_a_real_quote_that_does_not_say_the_claim_supports_nothing() -> None:
+    with judge_server() as url:
+        copier = Judge("openai/judge", api_base=f"{url}/copier/v1", api_key="loopback")
+        copied = copier.judge("port and logs?", ANSWER, SOURCES, [])
+    # Statement 1 cites c1 and the copier quotes c1's last sentence ("Set HARBOR_PORT ..."): in the
+    # passage, but not the claim. Statement 2's first citation is c1 too. Nothing is supported.
+    assert copied.claims[0].quote == "Set HARBOR_PORT to choose another port."
+    assert copied.faithfulness == 0.0 and copied.citation_recall == 0.0
+
+
 def test_unusable_or_unreachable_judge_is_reported_not_scored() -> None:
     with judge_server() as url:
         judged = Judge("openai/judge", api_base=f"{url}/garbage/v1", api_key="x").judge("q", ANSWER, SOURCES, [])
