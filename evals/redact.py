@@ -17,14 +17,25 @@ from typing import Any
 MARK = "not kept in the repo: corpus text"
 
 
+def _redacted(text: Any) -> Any:
+    if isinstance(text, str) and text and MARK not in text:
+        return f"<{len(text)} characters, {MARK}>"
+    return text
+
+
 def redact(data: dict[str, Any]) -> int:
-    """Redact in place; returns how many answers were replaced."""
+    """Redact in place; returns how many answers were replaced. A judged answer's claims and quotes (and
+    its facts' quotes) are corpus text too: they go the same way, their verdicts stay."""
     count = 0
     for question in data.get("questions", []):
-        text = question.get("answer")
-        if isinstance(text, str) and text and MARK not in text:
-            question["answer"] = f"<{len(text)} characters, {MARK}>"
+        if _redacted(question.get("answer")) is not question.get("answer"):
+            question["answer"] = _redacted(question["answer"])
             count += 1
+        judged = question.get("judge") or {}
+        for claim in judged.get("claims") or []:
+            claim["claim"], claim["quote"] = _redacted(claim.get("claim")), _redacted(claim.get("quote"))
+        for fact in judged.get("facts") or []:
+            fact["quote"] = _redacted(fact.get("quote"))
     return count
 
 
