@@ -56,10 +56,16 @@ def paired_row(a_path: Path, b_path: Path, mode: str = "hybrid") -> str:
     if len(queries) != len(runs[0]) or len(queries) != len(runs[1]):
         raise ValueError("the two runs scored different claims: compare runs on the same qrels")
     a, b = [runs[0][q] for q in queries], [runs[1][q] for q in queries]
+    return f"| {a_path.stem} | {b_path.stem} | {mode} | {len(queries)} | {_compared(a, b)}"
+
+
+def _compared(a: list[float], b: list[float]) -> str:
+    """The cells both paired tables end with: A's mean, B's, the difference, its paired bootstrap 95%
+    interval and the exact sign test."""
     low, high = paired_bootstrap_ci(a, b)
     return (
-        f"| {a_path.stem} | {b_path.stem} | {mode} | {len(queries)} | {mean(a):.4f} | {mean(b):.4f} | "
-        f"{mean(b) - mean(a):+.4f} | [{low:+.4f}, {high:+.4f}] | {sign_test(a, b):.3g} |"
+        f"{mean(a):.4f} | {mean(b):.4f} | {mean(b) - mean(a):+.4f} | [{low:+.4f}, {high:+.4f}] | "
+        f"{sign_test(a, b):.3g} |"
     )
 
 
@@ -77,34 +83,36 @@ def paired_lane_rows(a_path: Path, b_path: Path, route: str = "question_and_sour
         ids = sorted(set(per[0]) & set(per[1]))
         for metric in ("own@5", "original@5"):
             a, b = [float(per[0][q][metric]) for q in ids], [float(per[1][q][metric]) for q in ids]
-            low, high = paired_bootstrap_ci(a, b)
-            rows.append(
-                f"| {lang} | {metric} | {len(ids)} | {mean(a):.4f} | {mean(b):.4f} | {mean(b) - mean(a):+.4f} | "
-                f"[{low:+.4f}, {high:+.4f}] | {sign_test(a, b):.3g} |"
-            )
+            rows.append(f"| {lang} | {metric} | {len(ids)} | {_compared(a, b)}")
     return rows
 
 
+# Paired comparisons of two runs: rows of the pair, the default of their optional third argument, header.
+PAIRED = {
+    "paired": (
+        lambda a, b, mode: [paired_row(a, b, mode)],
+        "hybrid",
+        "| a | b | mode | n | nDCG@10 a | nDCG@10 b | b - a | 95% CI (paired bootstrap) | sign test p |",
+    ),
+    "paired-lanes": (
+        paired_lane_rows,
+        "question_and_source",
+        "| language | metric | n | a | b | b - a | 95% CI (paired bootstrap) | sign test p |",
+    ),
+}
+
+
 def main(argv: list[str]) -> int:
-    if argv[0] == "paired-lanes":
+    if argv[0] in PAIRED:
+        rows_of, default, header = PAIRED[argv[0]]
         try:
-            rows = paired_lane_rows(Path(argv[1]), Path(argv[2]), *(argv[3:4] or ["question_and_source"]))
+            rows = rows_of(Path(argv[1]), Path(argv[2]), (argv[3:4] or [default])[0])
         except ValueError as exc:
-            print(f"evals.tables paired-lanes: {exc}", file=sys.stderr)
+            print(f"evals.tables {argv[0]}: {exc}", file=sys.stderr)
             return 2
-        print("| language | metric | n | a | b | b - a | 95% CI (paired bootstrap) | sign test p |")
-        print("|---" * 8 + "|")
+        print(header)
+        print("|---" * (header.count(" | ") + 1) + "|")
         print("\n".join(rows))
-        return 0
-    if argv[0] == "paired":
-        try:
-            row = paired_row(Path(argv[1]), Path(argv[2]), *(argv[3:4] or ["hybrid"]))
-        except ValueError as exc:
-            print(f"evals.tables paired: {exc}", file=sys.stderr)
-            return 2
-        print("| a | b | mode | n | nDCG@10 a | nDCG@10 b | b - a | 95% CI (paired bootstrap) | sign test p |")
-        print("|---" * 9 + "|")
-        print(row)
         return 0
     kind, paths = argv[0], [Path(p) for p in argv[1:]]
     rows = [r for p in paths for r in (retrieval_rows(p) if kind == "retrieval" else beir_rows(p))]

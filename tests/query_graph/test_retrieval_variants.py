@@ -9,7 +9,7 @@ from pathlib import Path
 import pytest
 
 from evals.bench_query import plan_for
-from pipelines.documents import Chunk, chunk_key
+from pipelines.documents import chunk_key
 from pipelines.profiles import Stores
 from pipelines.settings import Settings
 from query_graph.service import QueryFailed, QueryService
@@ -128,24 +128,21 @@ def test_warm_builds_the_feedback_statistics_before_the_first_question(harbor: H
     assert len(untouched.back.bm25_memory._engines) == 0
 
 
-def test_kept_chunks_come_from_the_feedback_statistics_without_a_store_call(
-    harbor: Harbor, monkeypatch: pytest.MonkeyPatch
-) -> None:
+def test_kept_chunks_come_from_the_feedback_statistics_without_a_store_call(harbor: Harbor) -> None:
     service = harbor.service()
     with_feedback, without = plan_for(service, 5), plan_for(service, 5, feedback=False)
-    reads: list[list[str]] = []
-    store_read = with_feedback.vector_index.chunks_by_key
-
-    def counted(keys: list[str]) -> dict[str, Chunk]:
-        reads.append(list(keys))
-        return store_read(keys)
-
-    monkeypatch.setattr(with_feedback.vector_index, "chunks_by_key", counted)
     fed = with_feedback.run(PORT_Q)
-    assert fed and reads == []  # every kept chunk was in the lane's in-memory engine
     plain = without.run(PORT_Q)
-    assert len(reads) == 1  # without feedback no engine is held: one store call
-    # The same payloads as the store's.
+    lane = with_feedback.lanes[0]
+    engine = service.back.bm25_memory.engine(
+        with_feedback.index_version, with_feedback.vector_index, with_feedback.strategy, lane.language
+    )
     keys = [chunk_key(c.chunk.chunk_id) for c in fed]
-    assert [c.chunk for c in fed] == [store_read(keys)[key] for key in keys]
+    # The very objects the lane's in-memory engine holds: no store call read them.
+    assert fed and all(c.chunk is engine.chunks[engine.positions[key]] for c, key in zip(fed, keys, strict=True))
+    # Without feedback no engine is in play: the kept chunks are read from the store, fresh objects.
+    assert not any(c.chunk is engine.chunks[engine.positions[chunk_key(c.chunk.chunk_id)]] for c in plain)
+    # The same payloads as the store's.
+    stored = with_feedback.vector_index.chunks_by_key(keys)
+    assert [c.chunk for c in fed] == [stored[key] for key in keys]
     assert plain[0].chunk.document_id == fed[0].chunk.document_id == "guide/config.md"
