@@ -7,7 +7,8 @@ In one run, each question of the golden file is timed, interleaved so load drift
 - `embed`: the query embedding alone;
 - `retrieval`: query embedding + dense + BM25 + fusion, the hybrid retrieval nodes of the graph
   (`RetrievalPlan.run`, with the settings' BM25 engine and fusion, keeping `top_k` chunks as the
-  default graph does without a reranker; with BM25 feedback when the settings turn it on);
+  default graph does without a reranker; with BM25 feedback and the bridge hop when the settings turn
+  them on);
 - `retrieval_without_feedback`: the same with BM25 feedback off, what its second BM25 search costs;
 - `rerank_30`: the cross-encoder over the top 30 fused candidates of the question;
   `--rerank-tokens 128,96,64` times one reranker per input budget, interleaved, as `rerank_30@<tokens>`.
@@ -69,6 +70,8 @@ def plan_for(service: QueryService, depth: int, feedback: bool | None = None) ->
         fusion_weights=tuple(s.fusion_weights),
         bm25_analyzer=version.chunk_settings.get("bm25_analyzer", "plain"),
         feedback=Feedback.from_settings(s, feedback),
+        bridge_depth=s.top_k if s.bridge_hop == "on" else 0,
+        bridge_sources=s.bridge_hop_sources,
     )
 
 

@@ -1,7 +1,7 @@
 """The retrieval modes an evaluation compares, run straight against an opened index version.
 
 dense = the vector store's dense search; bm25 = its sparse search; hybrid = fusion of both lists
-(`RAGLINE_FUSION`, with BM25 feedback when it is on); hybrid+rerank = the hybrid top `rerank_depth`
+(`RAGLINE_FUSION`, with BM25 feedback and the bridge hop when they are on); hybrid+rerank = the hybrid top `rerank_depth`
 re-ordered by a cross-encoder. Each mode runs the query graph's own `RetrievalPlan` (query_graph/retrieval.py),
 so an evaluation measures the retrieval the server runs, lanes and all (pipelines/language_lanes.py).
 The query embedding is computed once per question by the caller and shared by every mode, so a
@@ -52,6 +52,8 @@ class SearchSetup:
     feedback: Feedback = field(
         default_factory=Feedback
     )  # hybrid's BM25 feedback (pipelines/bm25_feedback.py); off by default
+    bridge_depth: int = 0  # hybrid's second hop looks at this many hits (the settings' top_k); 0: off
+    bridge_sources: int = 3
 
     originals: OriginalsCache = field(default_factory=OriginalsCache)
     bm25_memory: MemoryBM25Cache = field(default_factory=MemoryBM25Cache)  # the feedback's term statistics
@@ -73,6 +75,8 @@ class SearchSetup:
             "source_language": settings.source_language,
             "language_min_confidence": settings.language_min_confidence,
             "feedback": Feedback.from_settings(settings),
+            "bridge_depth": settings.top_k if settings.bridge_hop == "on" else 0,
+            "bridge_sources": settings.bridge_hop_sources,
         }
         return cls(index=index, strategy=strategy, **{**values, **overrides})
 
@@ -102,6 +106,8 @@ class SearchSetup:
             bm25_analyzer=self.bm25_analyzer,
             originals=self.originals_for(lanes),
             feedback=self.feedback,
+            bridge_depth=self.bridge_depth if mode == "hybrid" else 0,
+            bridge_sources=self.bridge_sources,
         )
 
     def lanes(self, question: str) -> tuple[Lane, ...]:

@@ -153,6 +153,15 @@ class Settings(BaseSettings):
     bm25_feedback_weight: float = Field(
         0.2, ge=0.0, le=1.0, description="Weight of the best added term (the question's own terms weigh 1)."
     )
+    bridge_hop: Literal["on", "off"] = Field(
+        "on",
+        description=(
+            "A hybrid retrieval for a question that asks two things searches once more with the identifiers its "
+            "top hits' sections name, and gives the best chunk of another page that names one the last place "
+            "of top_k (pipelines/bridge_hop.py); off: one hop."
+        ),
+    )
+    bridge_hop_sources: int = Field(3, ge=1, description="Top hits whose section headings may name a bridge.")
     language_filter: str | None = Field(
         None, description="Only retrieve chunks of this language (ISO code); overrides language_route."
     )

@@ -41,9 +41,9 @@ def rerank_plan__cross_encoder(reranker: CrossEncoderReranker, top_k: int) -> Re
     return RerankPlan(reranker, top_k)
 
 
-def reranked_candidates(question: str, fused_candidates: list[Candidate], rerank_plan: RerankPlan) -> list[Candidate]:
+def reranked_candidates(question: str, bridged_candidates: list[Candidate], rerank_plan: RerankPlan) -> list[Candidate]:
     """The top_k candidates in the reranker's order (the fused order when rerank is `none`)."""
-    return rerank_plan.apply(question, fused_candidates)
+    return rerank_plan.apply(question, bridged_candidates)
 
 
 def _neighbours_of(candidates: list[Candidate], vector_index: VectorIndex) -> list[Candidate]:

@@ -13,7 +13,7 @@ fused lists are interleaved (pipelines/language_lanes.py `fuse_lanes`).
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 
 import numpy as np
 from hamilton.function_modifiers import config
@@ -21,6 +21,7 @@ from hamilton.function_modifiers import config
 from pipelines import bm25
 from pipelines.bm25_feedback import Feedback
 from pipelines.bm25_memory import MemoryBM25Cache
+from pipelines.bridge_hop import asks_two, second_hop
 from pipelines.documents import Chunk, chunk_key
 from pipelines.guardrails import Verdict
 from pipelines.language_lanes import Lane, fuse_lanes, lanes
@@ -39,6 +40,8 @@ class Candidate:
     bm25_score: float | None
     rerank_score: float | None = None
     neighbour_of: str | None = None  # set on a chunk added only because it is adjacent to a hit
+    bridge_of: str | None = None  # set on a second-hop chunk: the hit whose heading named its bridge
+    bridge: str | None = None  # ... and that identifier (pipelines/bridge_hop.py)
 
     def as_dict(self) -> dict[str, object]:
         c = self.chunk
@@ -61,6 +64,9 @@ class Candidate:
             out["rerank_score"] = round(self.rerank_score, 6)
         if self.neighbour_of is not None:
             out["neighbour_of"] = self.neighbour_of
+        if self.bridge_of is not None:
+            out["bridge_of"] = self.bridge_of
+            out["bridge"] = self.bridge
         return out
 
 
@@ -84,6 +90,8 @@ class RetrievalPlan:
     bm25_analyzer: str = "plain"  # the active index version's, so questions are analysed as its chunks were
     originals: Originals | None = None  # translated chunk -> its original, when a lane lists originals
     feedback: Feedback = field(default_factory=Feedback)  # BM25 feedback (pipelines/bm25_feedback.py); off by default
+    bridge_depth: int = 0  # the list the generator reads (top_k), where a second hop looks; 0: no second hop
+    bridge_sources: int = 3  # the first hits whose headings may name a bridge (pipelines/bridge_hop.py)
 
     def dense(self, embedding: np.ndarray) -> list[list[Ranked]]:
         return [
@@ -183,7 +191,36 @@ class RetrievalPlan:
             sparse = self.sparse_with_feedback(question, dense)
         else:
             sparse = self.sparse(question) if self.retrieval != "dense" else []
-        return self.fused(dense, sparse)
+        return self.bridged(question, self.fused(dense, sparse))
+
+    def bridged(self, question: str, candidates: list[Candidate]) -> list[Candidate]:
+        """The candidates with a second-hop chunk right after the hit that named its bridge, when the
+        question asks two things and its top hits name a bridge (pipelines/bridge_hop.py); otherwise
+        unchanged. The hop is one BM25 search in the question's lane (its in-memory engine, as BM25
+        feedback's). Only hybrid retrieval has a second hop (`retrieval_plan` sets the depth)."""
+        lane = next((lane for lane in self.lanes if lane.lexical), None)
+        if self.bridge_depth <= 0 or lane is None or len(candidates) < self.bridge_depth or not asks_two(question):
+            return candidates  # the common case: no engine lookup, no search
+        head = candidates[: self.bridge_depth]
+        engine = self.bm25_memory.engine(
+            self.index_version, self.vector_index, self.strategy, lane.language, self.bm25_analyzer
+        )
+        hop = second_hop(
+            question, [c.chunk for c in head], engine, lane.analysis_language, self.bridge_sources, self.candidates
+        )
+        if hop is None:
+            return candidates
+        place = next(i for i, c in enumerate(head) if c.chunk.chunk_id == hop.bridge_of) + 1
+        found = next((c for c in candidates if c.chunk.chunk_id == hop.chunk.chunk_id), None)
+        added = replace(
+            found or Candidate(hop.chunk, 0, candidates[place].fused_score, None, None, None, None),
+            fused_score=candidates[place].fused_score,
+            bridge_of=hop.bridge_of,
+            bridge=hop.bridge,
+        )
+        rest = [c for c in candidates[place:] if c.chunk.chunk_id != hop.chunk.chunk_id]
+        ordered = [*candidates[:place], added, *rest][: self.keep]
+        return [replace(c, fused_rank=rank) for rank, c in enumerate(ordered, start=1)]
 
 
 def _pairs(hits: list[Ranked]) -> list[tuple[str, float]]:
@@ -238,10 +275,12 @@ def retrieval_plan(
     retrieval_lanes: tuple[Lane, ...],
     originals_cache: OriginalsCache,
     bm25_feedback: str,  # the variant (graph config): CRAG's second retrieval runs the plan as configured
+    bridge_hop: str,  # the variant (graph config), as bm25_feedback
     bm25_analyzer: str = "plain",
     bm25_feedback_docs: int = 3,
     bm25_feedback_terms: int = 20,
     bm25_feedback_weight: float = 0.2,
+    bridge_hop_sources: int = 3,
 ) -> RetrievalPlan:
     originals = None
     for lane in retrieval_lanes:  # the table is read once per index version, and only for a multilingual index
@@ -266,6 +305,8 @@ def retrieval_plan(
         feedback=Feedback(
             bm25_feedback_docs if bm25_feedback == "on" else 0, bm25_feedback_terms, bm25_feedback_weight
         ),
+        bridge_depth=top_k if bridge_hop == "on" and retrieval == "hybrid" else 0,
+        bridge_sources=bridge_hop_sources,
     )
 
 
@@ -327,3 +368,17 @@ def fused_candidates__dense(dense_hits: list[list[Ranked]], retrieval_plan: Retr
 @config.when(retrieval="bm25")
 def fused_candidates__bm25(bm25_hits: list[list[Ranked]], retrieval_plan: RetrievalPlan) -> list[Candidate]:
     return retrieval_plan.fused([], bm25_hits)
+
+
+@config.when(bridge_hop="on")
+def bridged_candidates__on(
+    question: str, fused_candidates: list[Candidate], retrieval_plan: RetrievalPlan
+) -> list[Candidate]:
+    """A question that asks two things gets a second hop's chunk right after the hit whose section named
+    the identifier that found it (pipelines/bridge_hop.py)."""
+    return retrieval_plan.bridged(question, fused_candidates)
+
+
+@config.when(bridge_hop="off")
+def bridged_candidates__off(fused_candidates: list[Candidate]) -> list[Candidate]:
+    return fused_candidates

@@ -123,9 +123,12 @@ def test_warm_builds_the_feedback_statistics_before_the_first_question(harbor: H
     service = harbor.service()
     service.warm()
     assert len(service.back.bm25_memory._engines) == 1
-    untouched = harbor.service(bm25_feedback="off")
+    untouched = harbor.service(bm25_feedback="off", bridge_hop="off")
     untouched.warm()  # nothing reads the statistics: nothing is built
     assert len(untouched.back.bm25_memory._engines) == 0
+    hop_only = harbor.service(bm25_feedback="off")
+    hop_only.warm()  # the bridge hop searches the in-memory engine too
+    assert len(hop_only.back.bm25_memory._engines) == 1
 
 
 def test_kept_chunks_come_from_the_feedback_statistics_without_a_store_call(harbor: Harbor) -> None:
