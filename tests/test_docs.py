@@ -84,6 +84,10 @@ QUESTIONS = [
     ("How are the dense and BM25 results combined?", "architecture.md configuration.md"),
     ("What does BM25 feedback add to the query?", "architecture.md configuration.md"),
     (
+        "How does ragline retrieve a second page for a question that asks two things?",
+        "architecture.md configuration.md",
+    ),
+    (
         "How can the extractive answer pick the sentence that answers rather than one repeating my words?",
         "architecture.md configuration.md",
     ),
