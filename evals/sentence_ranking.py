@@ -12,14 +12,20 @@ once per sentence ranker (pipelines/extractive.py). Reported per ranker:
 and for each ranker against `lexical`, the paired bootstrap 95% interval of the difference and the exact
 sign test. The project keeps none of XQuAD's text.
 
+With `--pairs`, two questions of one paragraph become one question of two asks ("What is X, and who did
+Y?", when the second starts with a wh-word), and an answer counts only when it holds both answer spans.
+The extractive answer's rule for such questions (the best sentence of each ask first) is compared with
+scoring the question as one (`lexical_one_ask`).
+
     ragline eval sentences --xquad ../shared/corpora/xquad --language en --out evals/results/sentences.xquad_en.json
+    ragline eval sentences --xquad ../shared/corpora/xquad --language en --pairs --out evals/results/sentences.xquad_en_pairs.json
 """
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -38,12 +44,18 @@ _MARKER = re.compile(r"\s*\[C:[^\]]+\]")  # citation markers sit before a senten
 @dataclass(frozen=True)
 class Question:
     text: str
-    answer: str
+    answers: tuple[str, ...]  # every one must be in the answer (two for a paired question)
     passages: tuple[Chunk, ...]
 
 
-def load_questions(folder: Path, language: str, limit: int | None = None) -> list[Question]:
-    """Every question of `xquad.<language>.json` with its article's paragraphs as passages."""
+# Answers a question from its passages: (the cited answer, the sentences it used).
+Answerer = Callable[[str, Sequence[Chunk]], tuple[str, Sequence[object]]]
+_WH_START = re.compile(r"^(?:what|which|how|where|when|who|whose|why)\b", re.IGNORECASE)
+
+
+def load_questions(folder: Path, language: str, limit: int | None = None, pairs: bool = False) -> list[Question]:
+    """Every question of `xquad.<language>.json` with its article's paragraphs as passages; `pairs`:
+    each paragraph's questions two by two as one question of two asks (`paired`)."""
     path = folder / f"xquad.{language}.json"
     if not path.is_file():
         raise ValueError(f"{path} does not exist")
@@ -55,16 +67,46 @@ def load_questions(folder: Path, language: str, limit: int | None = None) -> lis
             for n, p in enumerate(article["paragraphs"])
         )
         for paragraph in article["paragraphs"]:
-            for qa in paragraph["qas"]:
-                questions.append(Question(qa["question"], qa["answers"][0]["text"], passages))
+            qas = paragraph["qas"]
+            if pairs:
+                for a, b in zip(qas[0::2], qas[1::2], strict=False):
+                    text = paired(a["question"], b["question"])
+                    if text is not None:
+                        answers = (a["answers"][0]["text"], b["answers"][0]["text"])
+                        questions.append(Question(text, answers, passages))
+                continue
+            for qa in qas:
+                questions.append(Question(qa["question"], (qa["answers"][0]["text"],), passages))
     return questions[:limit] if limit else questions
 
 
-def outcomes(questions: Sequence[Question], ranker: SentenceRanker | None) -> dict[str, list[float]]:
+def paired(first: str, second: str) -> str | None:
+    """ "What is X?" and "Who did Y?" as "What is X, and who did Y?"; None when the second does not start
+    with a wh-word (English) or the first holds a question mark inside."""
+    first, second = first.strip().removesuffix("?").strip(), second.strip()
+    if "?" in first or not _WH_START.match(second):
+        return None
+    joined = f"{first}, and {second[0].lower()}{second[1:]}"
+    return joined if joined.endswith("?") else joined + "?"
+
+
+def answerers(rankers: Mapping[str, SentenceRanker | None], one_ask: bool = False) -> dict[str, Answerer]:
+    """One extractive answerer per sentence ranker; `one_ask`: also `lexical_one_ask`, the lexical order
+    with a question of two asks scored as one."""
+    out: dict[str, Answerer] = {
+        name: (lambda q, p, r=ranker: extract_answer(q, p, ranker=r)) for name, ranker in rankers.items()
+    }
+    if one_ask:
+        out["lexical_one_ask"] = lambda q, p: extract_answer(q, p, each_ask=False)
+    return out
+
+
+def outcomes(questions: Sequence[Question], answer: Answerer) -> dict[str, list[float]]:
     contains, sentences, empty = [], [], []
     for number, q in enumerate(questions, start=1):
-        text, used = extract_answer(q.text, q.passages, ranker=ranker)
-        contains.append(float(normalise(q.answer) in normalise(_MARKER.sub("", text))))
+        text, used = answer(q.text, q.passages)
+        said = normalise(_MARKER.sub("", text))
+        contains.append(float(all(normalise(a) in said for a in q.answers)))
         sentences.append(float(len(used)))
         empty.append(float(not used))
         if number % 200 == 0:
@@ -72,10 +114,8 @@ def outcomes(questions: Sequence[Question], ranker: SentenceRanker | None) -> di
     return {"contains_answer": contains, "sentences": sentences, "empty": empty}
 
 
-def evaluate_sentence_rankers(
-    questions: Sequence[Question], rankers: Mapping[str, SentenceRanker | None]
-) -> dict[str, Any]:
-    runs = {name: outcomes(questions, ranker) for name, ranker in rankers.items()}
+def evaluate_sentence_rankers(questions: Sequence[Question], rankers: Mapping[str, Answerer]) -> dict[str, Any]:
+    runs = {name: outcomes(questions, answer) for name, answer in rankers.items()}
     report: dict[str, Any] = {
         "n": len(questions),
         "rankers": {name: {metric: round(mean(v), 4) for metric, v in run.items()} for name, run in runs.items()},

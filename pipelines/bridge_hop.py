@@ -25,25 +25,13 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
+from pipelines.asks import asks_two
 from pipelines.bm25 import analyzer
 from pipelines.bm25_memory import MemoryBM25
 from pipelines.documents import Chunk
 
-# A second ask inside one question: "..., and what ...", "... and which ...", "...; how ..." (a clause
-# before a comma, "After mounting it, where ...", is one ask)
-_SECOND_ASK = re.compile(r"(?:\band|;)\s+(?:what|which|how|where|when|who|whose|why)\b", re.IGNORECASE)
 _CODE_SPAN = re.compile(r"`([^`]+)`")
 _WRAPPERS = "[]()<>{} "
-
-
-def asks_two(question: str) -> bool:
-    """Whether an (English) question asks two things: two question sentences, or a second wh-clause
-    joined by "and" (a list of nouns joined by "and" is one ask)."""
-    if question.count("?") >= 2:
-        return True
-    first, _, rest = question.partition("?") if "?" in question else (question, "", "")
-    sentence = first.rsplit(". ", 1)[-1]  # the question sentence, not a statement before it
-    return bool(_SECOND_ASK.search(sentence)) or bool(rest and _SECOND_ASK.search(rest))
 
 
 def plain(text: str) -> str:

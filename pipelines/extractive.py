@@ -18,6 +18,12 @@ answer is taken in two tiers, with no factor to tune:
    then answer what the hits' own texts could not. A sentence that is one hit's own and another's
    neighbour (two hits from one page) is taken once, at its best score.
 
+Two asks. A question that asks two things ("What is X, and who did Y?", pipelines/asks.py) gets the best
+sentence of each ask first, each ask scored on its own; the question's best fill the rest. Scored as one,
+the sentences sharing most words with the whole question often answer one ask twice. Chosen on XQuAD
+English questions paired into two-ask questions (evals/RESULTS.md "Two asks"); the sentence ranker's order
+(below) does not do this.
+
 Sentence order. By default the qualifying sentences are ordered by that coverage (`lexical`). With a
 sentence ranker (`cross_encoder`: the packaged reranker, English questions only) the coverage still
 decides which sentences qualify at all (so "nothing covers the question" is unchanged), but the best
@@ -44,6 +50,7 @@ from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
+from pipelines.asks import split_asks
 from pipelines.bm25 import analyze
 from pipelines.citations import split_sentences
 from pipelines.documents import Chunk
@@ -198,19 +205,52 @@ def extract_answer(
     min_score: float = 0.15,
     passages: int = 5,
     ranker: SentenceRanker | None = None,
+    each_ask: bool = True,
 ) -> tuple[str, list[ScoredSentence]]:
     """The cited answer and the sentences it used; an empty answer when nothing covers the question.
     The chunks' own sentences come first; their neighbours' only when no own sentence qualifies.
-    `ranker`: orders the qualifying sentences instead of their coverage (see the module's docstring)."""
+    `ranker`: orders the qualifying sentences instead of their coverage (see the module's docstring).
+    `each_ask` False: a question of two asks is scored as one (the evaluation's comparison)."""
     chunks = chunks[:passages]
+    own_only = True
     scored = [s for s in score_sentences(question, chunks, own_only=True) if s.score >= min_score]
     if not scored and any(c.context_text is not None for c in chunks):
+        own_only = False
         scored = once([s for s in score_sentences(question, chunks) if s.score >= min_score])
     best = ranked(question, scored, ranker, max_sentences) if ranker else covering(scored, max_sentences)
     if not best:
         return "", []
+    if ranker is None and each_ask:
+        best = each_ask_answered(question, chunks, best, max_sentences, min_score, own_only)
     ordered = sorted(best, key=lambda s: (s.rank, s.position))
     return " ".join(with_marker(s.text, s.chunk_id) for s in ordered), ordered
+
+
+def each_ask_answered(
+    question: str,
+    chunks: Sequence[Chunk],
+    best: list[ScoredSentence],
+    count: int,
+    min_score: float,
+    own_only: bool,
+) -> list[ScoredSentence]:
+    """For a question that asks two things (pipelines/asks.py), the best sentence for each ask first (each
+    ask scored on its own, with the same minimum), then the question's best as before, `count` in all.
+    Scored as one, "What is X, and who did Y?" takes the sentences that share most words with the whole
+    question, and those often answer one ask twice. A question of one ask keeps `best`."""
+    asks = split_asks(question)
+    if len(asks) < 2:
+        return best
+    picks: list[ScoredSentence] = []
+    for ask in asks:
+        scored = [s for s in score_sentences(ask, chunks, own_only=own_only) if s.score >= min_score]
+        top = max(scored, key=lambda s: s.score, default=None)
+        if top is not None and all(p.text != top.text for p in picks):
+            picks.append(top)
+    for sentence in best:
+        if all(p.text != sentence.text for p in picks):
+            picks.append(sentence)
+    return picks[:count]
 
 
 def covering(scored: list[ScoredSentence], count: int) -> list[ScoredSentence]:

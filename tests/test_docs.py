@@ -87,6 +87,7 @@ QUESTIONS = [
         "How does ragline retrieve a second page for a question that asks two things?",
         "architecture.md configuration.md",
     ),
+    ("How does the extractive answer treat a question that asks two things?", "architecture.md"),
     (
         "How can the extractive answer pick the sentence that answers rather than one repeating my words?",
         "architecture.md configuration.md",

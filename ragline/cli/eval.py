@@ -360,18 +360,24 @@ def cmd_eval_lanes(args: argparse.Namespace) -> int:
 
 
 def cmd_eval_sentences(args: argparse.Namespace) -> int:
-    from evals.sentence_ranking import evaluate_sentence_rankers, load_questions
+    from evals.sentence_ranking import answerers, evaluate_sentence_rankers, load_questions
     from pipelines.rerank import CrossEncoderReranker
 
     base = Settings()
     try:
-        questions = load_questions(Path(args.xquad), args.language, args.limit)
+        questions = load_questions(Path(args.xquad), args.language, args.limit, args.pairs)
         reranker = CrossEncoderReranker(base.reranker_model, base.reranker_path, base.rerank_max_tokens)
-        report = evaluate_sentence_rankers(questions, {"lexical": None, "cross_encoder": reranker.scores})
+        runs = answerers({"lexical": None, "cross_encoder": reranker.scores}, one_ask=args.pairs)
+        report = evaluate_sentence_rankers(questions, runs)
     except (ValueError, OSError, KeyError, RuntimeError) as exc:  # RuntimeError: the reranker's file
         print(f"ragline eval: {exc}", file=sys.stderr)
         return 1
-    report["data"] = {"xquad": args.xquad, "language": args.language, "reranker_model": base.reranker_model}
+    report["data"] = {
+        "xquad": args.xquad,
+        "language": args.language,
+        "pairs": args.pairs,
+        "reranker_model": base.reranker_model,
+    }
     _write(args.out, report)
     return 0
 
@@ -410,6 +416,9 @@ def register(commands: Any) -> None:
     sentences.add_argument("--xquad", required=True, help="folder with xquad.<lang>.json")
     sentences.add_argument("--language", default="en", help="the questions' and paragraphs' language")
     sentences.add_argument("--limit", type=int, help="only the first N questions")
+    sentences.add_argument(
+        "--pairs", action="store_true", help="two questions of a paragraph as one question of two asks"
+    )
     sentences.add_argument("--out", required=True)
     sentences.set_defaults(func=cmd_eval_sentences)
 

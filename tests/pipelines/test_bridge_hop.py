@@ -4,7 +4,7 @@ things gets the chunk of another page that names the identifier its first hit's 
 from __future__ import annotations
 
 from pipelines.bm25_memory import MemoryBM25
-from pipelines.bridge_hop import asks_two, bridges, second_hop
+from pipelines.bridge_hop import bridges, second_hop
 from pipelines.documents import Chunk
 
 CHUNKS = {
@@ -44,18 +44,6 @@ def chunk(name: str) -> Chunk:
 
 def engine() -> MemoryBM25:
     return MemoryBM25.build([chunk(name) for name in CHUNKS], "snowball")
-
-
-def test_a_question_asks_two_things_only_with_a_second_question_clause() -> None:
-    assert asks_two(QUESTION)
-    assert asks_two("What is the default backup_keep_time, and how do I prune old backups?")
-    assert asks_two("What's the default log size and which setting changes it?")
-    assert asks_two("Is the port fixed? Which setting changes it?")
-    # One ask: a statement before the question, a clause before a comma, nouns joined by "and".
-    assert not asks_two("My job logs get truncated. What is the default maximum log size?")
-    assert not asks_two("After mounting a sub-application at /subapi, where do I find its docs?")
-    assert not asks_two("Which settings configure the ban for Git and the container registry?")
-    assert not asks_two("It doesn't work, what's wrong?")
 
 
 def test_bridges_are_the_code_spans_of_the_hits_sections_the_question_does_not_name() -> None:

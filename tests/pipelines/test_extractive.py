@@ -135,3 +135,24 @@ def test_crag_strips_of_a_chunk_without_neighbours_are_all_its_own() -> None:
     assert stripped.context_text is not None and stripped.context_text != alone.text
     assert marked_units(stripped) and all(own for _, own in marked_units(stripped))
     assert extract_answer(QUESTION, [stripped])[0] == extract_answer(QUESTION, [alone])[0]
+
+
+SERVER_FACTS = [
+    "The server listens on port 7420 unless RAGLINE_PORT sets another port for the server.",
+    "The server on port 7420 serves the chat page, and the server's port is printed at start-up.",
+    "Old logs are deleted after fourteen days.",
+]
+
+
+def test_a_question_of_two_asks_gets_a_sentence_for_each_ask() -> None:
+    chunk = Chunk("srv-0", "server.md", "Server", ["Server"], "", "", "heading", "en", 0, " ".join(SERVER_FACTS))
+    question = "Which port does the server listen on, and how long are rotated logs kept?"
+    one, _ = extract_answer(question, [chunk], max_sentences=2, each_ask=False)
+    both, used = extract_answer(question, [chunk], max_sentences=2)
+    # Scored as one question, the two sentences sharing most of its words both answer the port.
+    assert "fourteen days" not in one and one.count("7420") == 2
+    assert "7420" in both and "fourteen days" in both and len(used) == 2
+    assert [s.position for s in used] == sorted(s.position for s in used)  # still in passage order
+    # A question of one ask is answered as before.
+    single = "Which port does the server listen on?"
+    assert extract_answer(single, [chunk]) == extract_answer(single, [chunk], each_ask=False)
