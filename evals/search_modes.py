@@ -1,8 +1,8 @@
 """The retrieval modes an evaluation compares, run straight against an opened index version.
 
 dense = the vector store's dense search; bm25 = its sparse search; hybrid = fusion of both lists
-(`RAGLINE_FUSION`, with BM25 feedback and the bridge hop when they are on); hybrid+rerank = the hybrid top `rerank_depth`
-re-ordered by a cross-encoder. Each mode runs the query graph's own `RetrievalPlan` (query_graph/retrieval.py),
+(`RAGLINE_FUSION`, with BM25 feedback and the bridge hop when they are on); hybrid+rerank = the hybrid
+top `rerank_depth` re-ordered by a cross-encoder. Each mode runs the query graph's own `RetrievalPlan` (query_graph/retrieval.py),
 so an evaluation measures the retrieval the server runs, lanes and all (pipelines/language_lanes.py).
 The query embedding is computed once per question by the caller and shared by every mode, so a
 mode's latency is its own search, fusion and rerank time.

@@ -8,8 +8,8 @@ hybrid lists rank it about 30th. Multi-hop retrieval (bridge-entity retrieval, a
 searches again with what the first hop found: here the code identifiers in the headings of the top hits.
 
 The rule, with nothing fitted to a question set:
-- only a question that asks two things (`asks_two`: two question marks, or "..., and what/which/how ...",
-  English only: the pattern is English words);
+- only a question that asks two things (pipelines/asks.py: two question sentences, or "..., and
+  what/which/how ...", English patterns only);
 - bridges: the code spans in the last heading of the first `sources` hits (the section each hit is),
   those the question does not already name;
 - one BM25 search with the question's terms and the bridges' terms, all at weight 1;

@@ -157,8 +157,8 @@ class Settings(BaseSettings):
         "on",
         description=(
             "A hybrid retrieval for a question that asks two things searches once more with the identifiers its "
-            "top hits' sections name, and gives the best chunk of another page that names one the last place "
-            "of top_k (pipelines/bridge_hop.py); off: one hop."
+            "top hits' sections name, and puts the best chunk of another page that names one right after the hit "
+            "that named it (pipelines/bridge_hop.py); off: one hop."
         ),
     )
     bridge_hop_sources: int = Field(3, ge=1, description="Top hits whose section headings may name a bridge.")

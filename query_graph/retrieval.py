@@ -211,10 +211,13 @@ class RetrievalPlan:
         if hop is None:
             return candidates
         place = next(i for i, c in enumerate(head) if c.chunk.chunk_id == hop.bridge_of) + 1
+        if place >= self.keep:  # its source is the last hit kept: no place after it within the list
+            return candidates
         found = next((c for c in candidates if c.chunk.chunk_id == hop.chunk.chunk_id), None)
+        score = candidates[place].fused_score if place < len(candidates) else candidates[-1].fused_score
         added = replace(
-            found or Candidate(hop.chunk, 0, candidates[place].fused_score, None, None, None, None),
-            fused_score=candidates[place].fused_score,
+            found or Candidate(hop.chunk, 0, score, None, None, None, None),
+            fused_score=score,
             bridge_of=hop.bridge_of,
             bridge=hop.bridge,
         )

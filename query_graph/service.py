@@ -73,8 +73,9 @@ class QueryService:
 
     def warm(self) -> None:
         """Build at start-up what the first question would otherwise wait for: the active index's BM25
-        term statistics, which BM25 feedback and the bridge hop read (1-3 s over 2,000 chunks). A version activated later
-        builds them on its first question. No index yet: nothing to warm, the first query says why."""
+        term statistics, which BM25 feedback and the bridge hop read (1-3 s over 2,000 chunks). A version
+        activated later builds them on its first question. No index yet: nothing to warm, the first query
+        says why."""
         s = self.settings
         if s.bm25_feedback != "on" and s.bridge_hop != "on" and s.bm25_engine != "memory":
             return

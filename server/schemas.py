@@ -73,6 +73,10 @@ class Retrieved(BaseModel):
     bm25_score: float | None
     rerank_score: float | None = Field(None, description="Cross-encoder probability, when the rerank node ran.")
     neighbour_of: str | None = Field(None, description="The hit this chunk neighbours, when expansion added it.")
+    bridge_of: str | None = Field(
+        None, description="The hit whose section heading named this chunk's bridge, when the bridge hop added it."
+    )
+    bridge: str | None = Field(None, description="The identifier the bridge hop found this chunk by.")
 
 
 class IndexRef(BaseModel):

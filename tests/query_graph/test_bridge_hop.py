@@ -8,6 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from server.schemas import QueryReply
 from tests.query_graph.harbor import Harbor, harbor_index
 
 PAGES = {
@@ -81,6 +82,13 @@ def test_a_two_ask_question_gets_the_page_that_names_the_first_answer(runner_doc
     first = [r["chunk_id"] for r in off["retrieved"]]
     assert [r["chunk_id"] for r in retrieved[:hop]] == first[:hop]
     assert [r["chunk_id"] for r in retrieved[hop + 1 :]] == first[hop : len(retrieved) - 1]
+    # When the source is the last hit the generator reads, there is no place after it: no hop, no error.
+    short = service.answer(QUESTION, top_k=hop)
+    assert [r["chunk_id"] for r in short["retrieved"]] == first[:hop]
+    assert not any("bridge" in r for r in short["retrieved"])
+    # The HTTP reply's model keeps the hop's fields (the server answers with it).
+    sent = QueryReply.model_validate(on).model_dump()["retrieved"][hop]
+    assert (sent["bridge"], sent["bridge_of"]) == ("session_server", source["chunk_id"])
 
 
 def test_a_question_of_one_ask_has_no_second_hop(runner_docs: Harbor) -> None:
