@@ -171,11 +171,26 @@ class JudgeUnavailable(RuntimeError):
     """The judge model cannot be reached: the evaluation stops rather than score without it."""
 
 
+class JudgeTimedOut(RuntimeError):
+    """One verdict took longer than the judge's timeout (a small local model can ramble for minutes): that
+    answer is reported unjudged and the run goes on, unlike an unreachable judge."""
+
+
 class Judge:
     """A judge model reached through litellm (any provider, or an OpenAI-compatible `api_base`)."""
 
-    def __init__(self, model: str, api_base: str | None = None, api_key: str | None = None, timeout: float = 120):
+    def __init__(
+        self,
+        model: str,
+        api_base: str | None = None,
+        api_key: str | None = None,
+        timeout: float = 120,
+        max_tokens: int = 1024,
+    ):
         self.model, self.api_base, self.api_key, self.timeout = model, api_base, api_key, timeout
+        # A verdict for a few sentences fits in far fewer tokens; the bound stops a model that repeats
+        # itself (the packaged 1.5B model once wrote 1,434 tokens, 115 s on 2 cores) from outlasting the timeout.
+        self.max_tokens = max_tokens
 
     def complete(self, payload: dict[str, Any]) -> str:
         import litellm
@@ -191,7 +206,10 @@ class Judge:
                 api_base=self.api_base,
                 api_key=self.api_key,
                 timeout=self.timeout,
+                max_tokens=self.max_tokens,
             )
+        except litellm.Timeout as exc:
+            raise JudgeTimedOut(f"judge {self.model} gave no verdict within {self.timeout:g} s") from exc
         except Exception as exc:  # litellm maps every provider failure to its own exception types
             raise JudgeUnavailable(f"judge {self.model} at {self.api_base or 'its provider'} failed: {exc}") from exc
         return str(response.choices[0].message.content or "")
@@ -200,7 +218,7 @@ class Judge:
         payload = build_request(question, answer, sources, facts)
         try:
             verdict = parse_json_object(self.complete(payload))
-        except (ValueError, json.JSONDecodeError) as exc:
+        except (ValueError, json.JSONDecodeError, JudgeTimedOut) as exc:
             log.warning("judge_reply_unusable", error=str(exc))
             # An unusable verdict is reported and left out of the averages (it says nothing either way).
             return _failed(payload, str(exc))

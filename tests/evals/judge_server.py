@@ -5,7 +5,7 @@ from the first cited passage that contains it (no quote when none does), as an h
 Under the path prefix `/liar` it instead invents a quote for every claim, so the test can show the
 code refuses quotes that are not in the passage; under `/copier` it quotes real text of the cited passage
 that does not say the claim (its last sentence; what a small model was seen doing); under `/garbage` it
-answers prose, not JSON.
+answers prose, not JSON; under `/slow` it answers after `SLOW_SECONDS` (a model rambling past the timeout).
 """
 
 from __future__ import annotations
@@ -13,10 +13,13 @@ from __future__ import annotations
 import json
 import re
 import threading
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
+
+SLOW_SECONDS = 2.0
 
 
 def _norm(text: str) -> str:
@@ -48,6 +51,8 @@ def verdict(payload: dict[str, Any], liar: bool, copier: bool = False) -> dict[s
 class _Handler(BaseHTTPRequestHandler):
     def do_POST(self) -> None:
         body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))))
+        if self.path.startswith("/slow"):
+            time.sleep(SLOW_SECONDS)
         payload = json.loads(body["messages"][-1]["content"])
         found = verdict(payload, self.path.startswith("/liar"), self.path.startswith("/copier"))
         content = "```json\n" + json.dumps(found) + "\n```"

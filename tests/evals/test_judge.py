@@ -10,7 +10,7 @@ from evals.judge import Judge, JudgeUnavailable
 from pipelines.profiles import Stores
 from pipelines.settings import Settings
 from query_graph.service import QueryService
-from tests.evals.judge_server import judge_server
+from tests.evals.judge_server import SLOW_SECONDS, judge_server
 from tests.evals.test_eval_cli import GOLDEN
 
 SOURCES = {
@@ -51,6 +51,17 @@ def test_unusable_or_unreachable_judge_is_reported_not_scored() -> None:
     assert judged.error is not None and "no JSON" in judged.error
     with pytest.raises(JudgeUnavailable):
         Judge("openai/judge", api_base="http://127.0.0.1:9/v1", api_key="x", timeout=2).judge("q", ANSWER, SOURCES, [])
+
+
+def test_a_verdict_past_the_timeout_leaves_that_answer_unjudged_and_the_run_going() -> None:
+    with judge_server() as url:
+        slow = Judge("openai/judge", api_base=f"{url}/slow/v1", api_key="x", timeout=SLOW_SECONDS / 4)
+        judged = slow.judge("q", ANSWER, SOURCES, [])
+        # The same judge answers the next question in time (here: the same server, without the delay).
+        slow.api_base = f"{url}/v1"
+        after = slow.judge("port and logs?", ANSWER, SOURCES, [])
+    assert judged.error is not None and "no verdict within" in judged.error  # left out of the averages
+    assert after.error is None and after.faithfulness == 1.0
 
 
 def test_answers_are_judged_and_the_control_run_is_unfaithful(settings: Settings, stores: Stores, built) -> None:  # type: ignore[no-untyped-def]
