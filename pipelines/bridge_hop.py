@@ -29,27 +29,28 @@ from pipelines.asks import asks_two
 from pipelines.bm25 import analyzer
 from pipelines.bm25_memory import MemoryBM25
 from pipelines.documents import Chunk
+from pipelines.golden_sets import normalise  # the golden sets' matching rule: case, ` and * and spacing ignored
 
 _CODE_SPAN = re.compile(r"`([^`]+)`")
 _WRAPPERS = "[]()<>{} "
 
 
-def plain(text: str) -> str:
-    """Lower case, backticks and asterisks removed, white space collapsed: how a mention is matched."""
-    return " ".join(text.lower().replace("`", "").replace("*", "").split())
-
-
 def bridges(question: str, hits: Sequence[Chunk]) -> list[str]:
     """The identifiers the hits' own sections are about (code spans in each hit's last heading, without
     brackets or call parentheses), in the hits' order, except those the question names already."""
-    asked = plain(question)
-    found: list[str] = []
+    return list(_bridge_sources(question, hits))
+
+
+def _bridge_sources(question: str, hits: Sequence[Chunk]) -> dict[str, str]:
+    """Each bridge (in the hits' order) -> the chunk id of the first hit whose heading names it."""
+    asked = normalise(question)
+    found: dict[str, str] = {}
     for chunk in hits:
         heading = chunk.heading_path[-1] if chunk.heading_path else ""
         for span in _CODE_SPAN.findall(heading):
             name = span.strip(_WRAPPERS)
-            if len(name) >= 3 and plain(name) not in asked and name not in found:
-                found.append(name)
+            if len(name) >= 3 and normalise(name) not in asked and name not in found:
+                found[name] = chunk.chunk_id
     return found
 
 
@@ -72,7 +73,7 @@ def second_hop(
     no bridge, or no chunk that names one). `top` is the list the generator would read, best first."""
     if not top or not asks_two(question):
         return None
-    names = bridges(question, top[:sources])
+    names = _bridge_sources(question, top[:sources])
     if not names:
         return None
     analyse = analyzer(engine.analyzer_name)
@@ -82,9 +83,8 @@ def second_hop(
     for hit in engine.search_weighted(weights, limit):
         if hit.chunk.document_id in pages:
             continue
-        text = plain(hit.chunk.text)
-        named = next((name for name in names if plain(name) in text), None)
+        text = normalise(hit.chunk.text)
+        named = next((name for name in names if normalise(name) in text), None)
         if named is not None:
-            source = next(c for c in top[:sources] if named in bridges(question, [c]))
-            return Hop(hit.chunk, named, source.chunk_id)
+            return Hop(hit.chunk, named, names[named])
     return None

@@ -20,7 +20,7 @@ from hamilton.function_modifiers import config
 
 from pipelines import bm25
 from pipelines.bm25_feedback import Feedback
-from pipelines.bm25_memory import MemoryBM25Cache
+from pipelines.bm25_memory import MemoryBM25, MemoryBM25Cache
 from pipelines.bridge_hop import asks_two, second_hop
 from pipelines.documents import Chunk, chunk_key
 from pipelines.guardrails import Verdict
@@ -99,14 +99,18 @@ class RetrievalPlan:
             for lane in self.lanes
         ]
 
+    def _engine(self, lane: Lane) -> MemoryBM25:
+        """The lane's in-memory BM25 engine (built once per index version, then shared)."""
+        return self.bm25_memory.engine(
+            self.index_version, self.vector_index, self.strategy, lane.language, self.bm25_analyzer
+        )
+
     def sparse(self, question: str) -> list[list[Ranked]]:
         return [self._sparse(question, lane) if lane.lexical else [] for lane in self.lanes]
 
     def _sparse(self, question: str, lane: Lane) -> list[Ranked]:
         if self.bm25_engine == "memory":
-            engine = self.bm25_memory.engine(
-                self.index_version, self.vector_index, self.strategy, lane.language, self.bm25_analyzer
-            )
+            engine = self._engine(lane)
             hits = engine.search(question, self.candidates, lane.analysis_language)
             return [Ranked(chunk_key(h.chunk.chunk_id), h.score) for h in hits]
         vector = bm25.query_vector(question, self.bm25_analyzer, lane.analysis_language)
@@ -122,9 +126,7 @@ class RetrievalPlan:
             if not lane.lexical:
                 out.append([])
                 continue
-            engine = self.bm25_memory.engine(
-                self.index_version, self.vector_index, self.strategy, lane.language, self.bm25_analyzer
-            )
+            engine = self._engine(lane)
             weights = self.feedback.weights(question, [h.key for h in hits], engine, lane.analysis_language)
             if self.bm25_engine == "memory":
                 out.append(
@@ -161,9 +163,7 @@ class RetrievalPlan:
         )
         for lane in self.lanes if uses_engines else ():
             if lane.lexical:
-                engine = self.bm25_memory.engine(
-                    self.index_version, self.vector_index, self.strategy, lane.language, self.bm25_analyzer
-                )
+                engine = self._engine(lane)
                 found.update(engine.chunks_by_key(keys))
         missing = [key for key in keys if key not in found]
         if missing:
@@ -202,9 +202,7 @@ class RetrievalPlan:
         if self.bridge_depth <= 0 or lane is None or len(candidates) < self.bridge_depth or not asks_two(question):
             return candidates  # the common case: no engine lookup, no search
         head = candidates[: self.bridge_depth]
-        engine = self.bm25_memory.engine(
-            self.index_version, self.vector_index, self.strategy, lane.language, self.bm25_analyzer
-        )
+        engine = self._engine(lane)
         hop = second_hop(
             question, [c.chunk for c in head], engine, lane.analysis_language, self.bridge_sources, self.candidates
         )
