@@ -16,6 +16,7 @@ from rank_bm25 import BM25Okapi
 
 from pipelines.bm25 import analyzer
 from pipelines.built_once import BuiltOnce
+from pipelines.dense_units import with_trail
 from pipelines.documents import Chunk, chunk_key
 from pipelines.ports import Hit, VectorIndex
 
@@ -33,7 +34,10 @@ class MemoryBM25:
     @classmethod
     def build(cls, chunks: list[Chunk], analyzer_name: str = "plain") -> MemoryBM25:
         analyze = analyzer(analyzer_name)
-        corpus = [analyze(" ".join([*c.heading_path, c.text]), c.language) for c in chunks]
+        # The text the sparse vectors were written from (pipelines/indexing.py `embedding_text`): the page
+        # title and heading path, then the chunk. A title that is not also a heading (a BEIR abstract's,
+        # a page whose title comes from front matter) must count in both engines alike.
+        corpus = [analyze(with_trail(c, c.text), c.language) for c in chunks]
         positions = {chunk_key(c.chunk_id): row for row, c in enumerate(chunks)}
         return cls(chunks, BM25Okapi(corpus) if chunks else None, analyzer_name, positions)
 
