@@ -17,6 +17,9 @@ Y?", when the second starts with a wh-word), and an answer counts only when it h
 The extractive answer's rule for such questions (the best sentence of each ask first) is compared with
 scoring the question as one (`lexical_one_ask`).
 
+`--analyzers snowball` adds `lexical_snowball`: the lexical order with each word stemmed in the
+passages' language and CJK text read as character bigrams (the `answer_analyzer` variant).
+
     ragline eval sentences --xquad ../shared/corpora/xquad --language en --out evals/results/sentences.xquad_en.json
     ragline eval sentences --xquad ../shared/corpora/xquad --language en --pairs --out evals/results/sentences.xquad_en_pairs.json
 """
@@ -34,6 +37,7 @@ import structlog
 
 from evals.golden import normalise
 from evals.stats import mean, paired_bootstrap_ci, sign_test
+from pipelines.bm25 import analyzer
 from pipelines.documents import Chunk
 from pipelines.extractive import SentenceRanker, extract_answer
 
@@ -90,14 +94,21 @@ def paired(first: str, second: str) -> str | None:
     return joined if joined.endswith("?") else joined + "?"
 
 
-def answerers(rankers: Mapping[str, SentenceRanker | None], one_ask: bool = False) -> dict[str, Answerer]:
+def answerers(
+    rankers: Mapping[str, SentenceRanker | None], one_ask: bool = False, analyzers: Sequence[str] = ()
+) -> dict[str, Answerer]:
     """One extractive answerer per sentence ranker; `one_ask`: also `lexical_one_ask`, the lexical order
-    with a question of two asks scored as one."""
+    with a question of two asks scored as one; each of `analyzers` (besides `plain`): `lexical_<name>`, the
+    lexical order with sentences and question read by that analyzer (the `answer_analyzer` variant)."""
     out: dict[str, Answerer] = {
         name: (lambda q, p, r=ranker: extract_answer(q, p, ranker=r)) for name, ranker in rankers.items()
     }
     if one_ask:
         out["lexical_one_ask"] = lambda q, p: extract_answer(q, p, each_ask=False)
+    for name in analyzers:
+        if name != "plain":
+            words = analyzer(name)
+            out[f"lexical_{name}"] = lambda q, p, w=words: extract_answer(q, p, words=w)
     return out
 
 

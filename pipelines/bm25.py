@@ -142,7 +142,7 @@ _STEMMERS: dict[str, Any] = {}
 
 # Han, kana and Hangul: written without spaces, so a run of them is one "word" to `\w+`. They are indexed as
 # overlapping character bigrams instead (as Lucene's CJKAnalyzer does); a lone character stays a unigram.
-_CJK_RUN = re.compile(r"([\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+)")
+CJK_RUN = re.compile(r"([\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\uac00-\ud7af]+)")
 
 
 @lru_cache(maxsize=262_144)
@@ -164,7 +164,7 @@ def analyze_snowball(text: str, language: str | None = None) -> list[str]:
     it gives exactly `analyze_english_stem`'s terms."""
     algorithm = SNOWBALL_LANGUAGES.get(language or "")
     terms: list[str] = []
-    for number, piece in enumerate(_CJK_RUN.split(text)):
+    for number, piece in enumerate(CJK_RUN.split(text)):
         if number % 2:  # the split's captured runs sit at odd positions
             terms.extend(cjk_bigrams(piece))
         elif piece:

@@ -51,7 +51,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from pipelines.asks import split_asks
-from pipelines.bm25 import analyze
+from pipelines.bm25 import CJK_RUN, Analyzer, analyzer
 from pipelines.citations import split_sentences
 from pipelines.documents import Chunk
 
@@ -88,6 +88,11 @@ SentenceRanker = Callable[[str, Sequence[str]], Sequence[float]]
 RANKED_POOL = 12  # the qualifying sentences a ranker reads: the best by coverage
 RANKED_MARGIN = 5.0  # a kept sentence scores within this many logits of the ranker's best
 
+# How sentences and questions become terms (`answer_analyzer`): `plain` words as written; `snowball`, the
+# BM25 analyzer of that name (each word stemmed in its text's language, CJK runs as character bigrams).
+PLAIN: Analyzer = analyzer("plain")
+ANSWER_ANALYZERS = ("plain", "snowball")
+
 
 @dataclass(frozen=True)
 class ScoredSentence:
@@ -110,12 +115,23 @@ def prose_units(text: str) -> list[str]:
         joined = " ".join(ln.strip().lstrip("-*+ ").strip() for ln in lines)
         joined = _MARKUP.sub("", joined)
         joined = re.sub(r"\[([^\]]+)\]\([^)]*\)", r"\1", joined)  # links keep their text
-        units.extend(s for s in split_sentences(joined) if len(s.split()) >= 3)
+        units.extend(s for s in split_sentences(joined) if words_in(s) >= 3)
     return units
 
 
-def question_terms(question: str) -> list[str]:
-    return [t for t in dict.fromkeys(analyze(question)) if t not in QUESTION_WORDS]
+def words_in(sentence: str) -> float:
+    """About how many words a sentence has: white space separates them, except in Chinese and Japanese,
+    written without spaces, where a word is about two characters. ("仪表板默认监听端口 7420。" is one
+    sentence of several words, not two.)"""
+    runs = CJK_RUN.findall(sentence)
+    return len(CJK_RUN.sub(" ", sentence).split()) + sum(len(run) for run in runs) / 2
+
+
+def question_terms(question: str, words: Analyzer = PLAIN, language: str | None = None) -> list[str]:
+    """The question's content words: its terms less those that only say what kind of question it is."""
+    # The question words as `words` spells them ("using" is "use" to a stemmer); plain words stay themselves.
+    kind = QUESTION_WORDS | {t for w in QUESTION_WORDS if w.isalpha() for t in words(w, language)[:1]}
+    return [t for t in dict.fromkeys(words(question, language)) if t not in kind]
 
 
 def marked_units(chunk: Chunk) -> list[tuple[str, bool]]:
@@ -156,12 +172,27 @@ def marked_units(chunk: Chunk) -> list[tuple[str, bool]]:
     return marked
 
 
-def score_sentences(question: str, chunks: Sequence[Chunk], own_only: bool = False) -> list[ScoredSentence]:
+def score_sentences(
+    question: str,
+    chunks: Sequence[Chunk],
+    own_only: bool = False,
+    words: Analyzer = PLAIN,
+    language: str | None = None,
+) -> list[ScoredSentence]:
     """Every sentence the generator sees (or, with `own_only`, those of the chunks' own texts), scored
-    by its coverage of the question's terms, each term weighted by its rarity among those sentences."""
-    terms = question_terms(question)
+    by its coverage of the question's terms, each term weighted by its rarity among those sentences.
+    `words` turns text into terms: each sentence is read in its chunk's language, the question in
+    `language` (the first chunk's when unknown), so a stemming analyzer stems both sides alike."""
+    terms = question_terms(question, words, language or (chunks[0].language if chunks else None))
     sentences = [
-        (chunk, rank, position, unit, own, set(analyze(unit)) | set(analyze(" ".join(chunk.heading_path))))
+        (
+            chunk,
+            rank,
+            position,
+            unit,
+            own,
+            set(words(unit, chunk.language)) | set(words(" ".join(chunk.heading_path), chunk.language)),
+        )
         for rank, chunk in enumerate(chunks, start=1)
         for position, (unit, own) in enumerate(marked_units(chunk))
         if own or not own_only
@@ -173,9 +204,9 @@ def score_sentences(question: str, chunks: Sequence[Chunk], own_only: bool = Fal
     norm = sum(weight.values()) or 1.0
     scored = []
     for chunk, rank, position, unit, own, vocabulary in sentences:
-        words = set(analyze(unit))
+        own_words = set(words(unit, chunk.language))
         # Words in the sentence count fully; words only in its heading count half.
-        coverage = sum(weight[t] * (1.0 if t in words else 0.5) for t in terms if t in vocabulary) / norm
+        coverage = sum(weight[t] * (1.0 if t in own_words else 0.5) for t in terms if t in vocabulary) / norm
         scored.append(ScoredSentence(unit, chunk.chunk_id, rank, position, coverage + 0.05 / rank, own))
     return scored
 
@@ -206,45 +237,51 @@ def extract_answer(
     passages: int = 5,
     ranker: SentenceRanker | None = None,
     each_ask: bool = True,
+    words: Analyzer = PLAIN,
+    language: str | None = None,
 ) -> tuple[str, list[ScoredSentence]]:
     """The cited answer and the sentences it used; an empty answer when nothing covers the question.
     The chunks' own sentences come first; their neighbours' only when no own sentence qualifies.
     `ranker`: orders the qualifying sentences instead of their coverage (see the module's docstring).
-    `each_ask` False: a question of two asks is scored as one (the evaluation's comparison)."""
+    `each_ask` False: a question of two asks is scored as one (the evaluation's comparison).
+    `words`, `language`: how sentences and question become terms (`score_sentences`)."""
     chunks = chunks[:passages]
     own_only = True
-    scored = [s for s in score_sentences(question, chunks, own_only=True) if s.score >= min_score]
+
+    def score(text: str, own: bool) -> list[ScoredSentence]:
+        found = score_sentences(text, chunks, own_only=own, words=words, language=language)
+        return [s for s in found if s.score >= min_score]
+
+    scored = score(question, True)
     if not scored and any(c.context_text is not None for c in chunks):
         own_only = False
-        scored = once([s for s in score_sentences(question, chunks) if s.score >= min_score])
+        scored = once(score(question, False))
     best = ranked(question, scored, ranker, max_sentences) if ranker else covering(scored, max_sentences)
     if not best:
         return "", []
     if ranker is None and each_ask:
-        best = each_ask_answered(question, chunks, best, max_sentences, min_score, own_only)
+        best = each_ask_answered(question, best, max_sentences, lambda ask: score(ask, own_only))
     ordered = sorted(best, key=lambda s: (s.rank, s.position))
     return " ".join(with_marker(s.text, s.chunk_id) for s in ordered), ordered
 
 
 def each_ask_answered(
     question: str,
-    chunks: Sequence[Chunk],
     best: list[ScoredSentence],
     count: int,
-    min_score: float,
-    own_only: bool,
+    qualifying: Callable[[str], list[ScoredSentence]],
 ) -> list[ScoredSentence]:
     """For a question that asks two things (pipelines/asks.py), the best sentence for each ask first (each
     ask scored on its own, with the same minimum), then the question's best as before, `count` in all.
     Scored as one, "What is X, and who did Y?" takes the sentences that share most words with the whole
-    question, and those often answer one ask twice. A question of one ask keeps `best`."""
+    question, and those often answer one ask twice. A question of one ask keeps `best`. `qualifying`
+    scores an ask's sentences as the question's were, keeping those that reach the minimum."""
     asks = split_asks(question)
     if len(asks) < 2:
         return best
     picks: list[ScoredSentence] = []
     for ask in asks:
-        scored = [s for s in score_sentences(ask, chunks, own_only=own_only) if s.score >= min_score]
-        top = max(scored, key=lambda s: s.score, default=None)
+        top = max(qualifying(ask), key=lambda s: s.score, default=None)
         if top is not None and all(p.text != top.text for p in picks):
             picks.append(top)
     for sentence in best:

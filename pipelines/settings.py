@@ -201,6 +201,11 @@ class Settings(BaseSettings):
         description="What orders an extractive answer's qualifying sentences: their coverage of the question's "
         "words, or the packaged cross-encoder (English questions; others keep the lexical order).",
     )
+    answer_analyzer: Literal["plain", "snowball"] = Field(
+        "snowball",
+        description="How the extractive answer matches the question's words in sentences: as written (`plain`), "
+        "or stemmed in each text's language with CJK text as character bigrams (`snowball`).",
+    )
     llm_model: str = Field("openai/local", description="litellm model id of the generator (provider/model).")
     llm_api_base: str | None = Field(None, description="Base URL of the generator's API (e.g. a loopback server).")
     llm_api_key: str | None = Field(None, description="API key of the generator's provider.")

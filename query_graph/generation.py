@@ -10,6 +10,7 @@ from typing import Any
 
 from hamilton.function_modifiers import config
 
+from pipelines.bm25 import Analyzer, analyzer
 from pipelines.citations import CitationError, UncitedAnswer, ValidatedSentence, markers
 from pipelines.extractive import SentenceRanker, extract_answer
 from pipelines.generators_litellm import CLARIFY, NO_ANSWER, Passage, attach_citation, build_messages, classify
@@ -51,6 +52,20 @@ def answer_sentence_ranker__cross_encoder(
     return reranker.scores if guardrail_language.language == "en" else None
 
 
+@config.when(answer_analyzer="plain")
+def answer_words__plain() -> Analyzer:
+    """Sentences and question compared word by word as written ("adding" is not "add")."""
+    return analyzer("plain")
+
+
+@config.when(answer_analyzer="snowball")
+def answer_words__snowball() -> Analyzer:
+    """Each word stemmed in its text's language, CJK text as character bigrams: the BM25 analyzer of the
+    same name. Chosen on XQuAD (evals/RESULTS.md "Answer analyzer"): without it a Chinese question shares
+    no word with any sentence, since a run of Han characters is one word to the plain analyzer."""
+    return analyzer("snowball")
+
+
 @config.when(generator="extractive")
 def draft_answer__extractive(
     question: str,
@@ -58,6 +73,8 @@ def draft_answer__extractive(
     answer_sentences: int,
     min_answer_score: float,
     answer_sentence_ranker: SentenceRanker | None,
+    answer_words: Analyzer,
+    guardrail_language: LanguageGuess,
 ) -> Draft:
     text, _ = extract_answer(
         question,
@@ -65,6 +82,8 @@ def draft_answer__extractive(
         max_sentences=answer_sentences,
         min_score=min_answer_score,
         ranker=answer_sentence_ranker,
+        words=answer_words,
+        language=guardrail_language.language,
     )
     ranker = "lexical" if answer_sentence_ranker is None else "cross_encoder"
     return Draft(text=text, generator="extractive", kind="answer" if text else "no_answer", sentence_ranker=ranker)

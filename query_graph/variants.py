@@ -22,6 +22,7 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "crag": ("graded", "off"),
     "generator": ("extractive", "litellm"),
     "sentence_ranker": ("lexical", "cross_encoder"),
+    "answer_analyzer": ("plain", "snowball"),
     "verify": ("off", "lexical", "llm"),
 }
 

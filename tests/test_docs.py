@@ -92,6 +92,7 @@ QUESTIONS = [
         "How can the extractive answer pick the sentence that answers rather than one repeating my words?",
         "architecture.md configuration.md",
     ),
+    ("Does the extractive answer match Chinese questions and stemmed words?", "architecture.md configuration.md"),
 ]
 
 

@@ -361,13 +361,21 @@ def cmd_eval_lanes(args: argparse.Namespace) -> int:
 
 def cmd_eval_sentences(args: argparse.Namespace) -> int:
     from evals.sentence_ranking import answerers, evaluate_sentence_rankers, load_questions
+    from pipelines.extractive import ANSWER_ANALYZERS
     from pipelines.rerank import CrossEncoderReranker
 
     base = Settings()
     try:
         questions = load_questions(Path(args.xquad), args.language, args.limit, args.pairs)
-        reranker = CrossEncoderReranker(base.reranker_model, base.reranker_path, base.rerank_max_tokens)
-        runs = answerers({"lexical": None, "cross_encoder": reranker.scores}, one_ask=args.pairs)
+        rankers: dict[str, Any] = {"lexical": None}
+        if "cross_encoder" in args.rankers.split(","):
+            reranker = CrossEncoderReranker(base.reranker_model, base.reranker_path, base.rerank_max_tokens)
+            rankers["cross_encoder"] = reranker.scores
+        analyzers = [a for a in args.analyzers.split(",") if a]
+        unknown = sorted(set(analyzers) - set(ANSWER_ANALYZERS))
+        if unknown:
+            raise ValueError(f"unknown answer analyzer(s) {unknown}; known: {', '.join(ANSWER_ANALYZERS)}")
+        runs = answerers(rankers, args.pairs, analyzers)
         report = evaluate_sentence_rankers(questions, runs)
     except (ValueError, OSError, KeyError, RuntimeError) as exc:  # RuntimeError: the reranker's file
         print(f"ragline eval: {exc}", file=sys.stderr)
@@ -376,6 +384,7 @@ def cmd_eval_sentences(args: argparse.Namespace) -> int:
         "xquad": args.xquad,
         "language": args.language,
         "pairs": args.pairs,
+        "analyzers": args.analyzers,
         "reranker_model": base.reranker_model,
     }
     _write(args.out, report)
@@ -418,6 +427,16 @@ def register(commands: Any) -> None:
     sentences.add_argument("--limit", type=int, help="only the first N questions")
     sentences.add_argument(
         "--pairs", action="store_true", help="two questions of a paragraph as one question of two asks"
+    )
+    sentences.add_argument(
+        "--rankers",
+        default="lexical,cross_encoder",
+        help="sentence rankers compared (lexical, the baseline, always runs; cross_encoder is English-only)",
+    )
+    sentences.add_argument(
+        "--analyzers",
+        default="snowball",
+        help="answer analyzers compared with plain words, as lexical_<name> (comma-separated; '' for none)",
     )
     sentences.add_argument("--out", required=True)
     sentences.set_defaults(func=cmd_eval_sentences)

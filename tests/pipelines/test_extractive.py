@@ -9,6 +9,7 @@ from __future__ import annotations
 from dataclasses import replace
 
 from evals.answers import quoted_in, statements
+from pipelines.bm25 import analyzer
 from pipelines.chunkers import chunk_document
 from pipelines.citations import markers, validate
 from pipelines.cleaners import clean_markdown
@@ -156,3 +157,30 @@ def test_a_question_of_two_asks_gets_a_sentence_for_each_ask() -> None:
     # A question of one ask is answered as before.
     single = "Which port does the server listen on?"
     assert extract_answer(single, [chunk]) == extract_answer(single, [chunk], each_ask=False)
+
+
+RETENTION = Chunk(
+    "r-0", "guide/config.md", "Configuration", ["Configuration", "Retention"], "retention", "", "heading", "en", 0,
+    "Harbor keeps build logs for 14 days. The `retention_days` key in `harbor.toml` changes how long logs are kept.",
+)  # fmt: skip
+PORTS_ZH = Chunk(
+    "z-0", "zh/config.md", "配置", ["配置"], "", "", "heading", "zh", 0,
+    "仪表板默认监听端口 7420。设置 HARBOR_PORT 可以换一个端口。",
+)  # fmt: skip
+
+
+def test_the_snowball_analyzer_matches_a_question_worded_in_other_inflections() -> None:
+    question = "How long is a build log kept?"  # the page says "keeps build logs"
+    plain, _ = extract_answer(question, [RETENTION], words=analyzer("plain"), language="en")
+    stemmed, _ = extract_answer(question, [RETENTION], words=analyzer("snowball"), language="en")
+    assert "14 days" not in plain
+    assert "Harbor keeps build logs for 14 days [C:r-0]." in stemmed
+
+
+def test_a_chinese_question_is_answered_from_character_bigrams() -> None:
+    # To the plain analyzer a run of Han characters is one word: nothing matches, nothing is answered.
+    question = "仪表板默认用哪个端口？"
+    assert extract_answer(question, [PORTS_ZH], words=analyzer("plain"), language="zh") == ("", [])
+    text, used = extract_answer(question, [PORTS_ZH], words=analyzer("snowball"), language="zh")
+    # A Chinese sentence of few spaces is still a sentence (`words_in`), and the one that answers is quoted.
+    assert text == "仪表板默认监听端口 7420 [C:z-0]。" and len(used) == 1

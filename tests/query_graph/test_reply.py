@@ -13,8 +13,9 @@ from pipelines.cleaners import clean_markdown
 from pipelines.coverage import Coverage
 from pipelines.documents import Chunk, Document
 from pipelines.embedders import load_embedder
+from pipelines.guardrails import LanguageGuess
 from query_graph.crag import CragOutcome
-from query_graph.generation import draft_answer__extractive
+from query_graph.generation import answer_words__snowball, draft_answer__extractive
 from query_graph.reply import reply
 from query_graph.retrieval import Candidate
 from query_graph.validation import validated_answer
@@ -50,7 +51,9 @@ def page_chunks(strategy: str, context: int = 0) -> list[Chunk]:
 
 def answer(question: str, chunks: list[Chunk], min_score: float = 0.15) -> dict[str, Any]:
     candidates = [Candidate(c, rank, 1 / (60 + rank), rank, 0.5, None, None) for rank, c in enumerate(chunks, 1)]
-    draft = draft_answer__extractive(question, candidates, 3, min_score, None)
+    draft = draft_answer__extractive(
+        question, candidates, 3, min_score, None, answer_words__snowball(), LanguageGuess("en", 0.99)
+    )
     checker = sentence_checker__lexical(candidates, 0.5, "remove")
     verified = verified_answer(validated_answer(draft, candidates), checker)
     crag = CragOutcome("generate", candidates, {"action": "generate"})

@@ -83,3 +83,13 @@ def test_the_variant_runs_in_the_graph_and_the_reply_says_which_ranker_ordered_i
     assert reply["sentence_ranker"] == "cross_encoder" and reply["variants"]["sentence_ranker"] == "cross_encoder"
     default = service.answer(QUESTION)
     assert default["sentence_ranker"] == "lexical"
+
+
+def test_the_answer_analyzer_variant_runs_in_the_graph(harbor: Harbor) -> None:
+    service = harbor.service()
+    question = "How long is a build log kept?"  # the page says "keeps build logs for 14 days"
+    default = service.answer(question)
+    assert default["variants"]["answer_analyzer"] == "snowball"
+    assert "14 days" in default["answer"]
+    plain = service.answer(question, variants={"answer_analyzer": "plain"})
+    assert plain["variants"]["answer_analyzer"] == "plain" and "14 days" not in plain["answer"]
