@@ -18,6 +18,7 @@ from evals.stats import latency_summary, mean, paired_bootstrap_ci, sign_test
 METRICS: dict[str, Any] = {
     "reply_kind_correct": lambda r: float(r.kind_correct),
     "facts_present": lambda r: r.facts_present,
+    "evidence_in_answer": lambda r: r.evidence_in_answer,
     "evidence@5": lambda r: r.evidence5,
     "page@5": lambda r: r.page5,
     "mrr": lambda r: r.mrr,

@@ -65,6 +65,7 @@ class AnswerRecord:
     timings_ms: dict[str, float] = field(default_factory=dict)
     kind_correct: bool = False
     facts_present: float | None = None  # answer questions only
+    evidence_in_answer: float | None = None  # answer questions: every evidence string quoted in the answer
     citation_validity: float | None = None  # answered replies with markers only
     quote_support: float | None = None  # share of statements found in a chunk they cite
     evidence5: float | None = None  # retrieval seen by the pipeline, answer questions only
@@ -84,6 +85,7 @@ class AnswerRecord:
             "expected": self.expected,
             "kind_correct": self.kind_correct,
             "facts_present": self.facts_present,
+            "evidence_in_answer": self.evidence_in_answer,
             "citation_validity": self.citation_validity,
             "quote_support": self.quote_support,
         }
@@ -117,6 +119,11 @@ def score_reply(question: GoldenQuestion, reply: dict[str, Any], index: VectorIn
     if question.expected == "answer":
         said = normalise(answer) if status == "answered" else ""
         record.facts_present = mean([float(normalise(f) in said) for f in question.facts]) if question.facts else None
+        # The golden evidence is prose the answer can quote: markers out, so a quote across a marker counts.
+        quoted = normalise(strip_markers(answer)) if status == "answered" else ""
+        record.evidence_in_answer = float(
+            bool(question.evidence) and all(normalise(e) in quoted for e in question.evidence)
+        )
         texts = [chunks[c].generation_text for c in retrieved_ids if c in chunks]
         rank = evidence_rank(question.evidence, texts, 10)
         record.evidence5 = float(rank is not None and rank <= 5)
@@ -156,6 +163,7 @@ class AnswerRun:
             "reply_kind": kinds,
             "citation_validity": avg([r.citation_validity for r in self.records]),
             "facts_present": avg([r.facts_present for r in self.records]),
+            "evidence_in_answer": avg([r.evidence_in_answer for r in self.records]),
             "faithfulness": avg([j.faithfulness for j in judged]) if judged else None,
             "citation_precision": avg([j.citation_precision for j in judged]) if judged else None,
             "citation_recall": avg([j.citation_recall for j in judged]) if judged else None,

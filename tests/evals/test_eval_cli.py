@@ -95,6 +95,7 @@ def test_eval_answers_scores_reply_kinds_and_citations(env: dict[str, str], sour
     report = json.loads(out.read_text())
     overall = report["overall"]
     assert {"reply_kind", "citation_validity", "facts_present", "faithfulness", "citation_precision"} <= set(overall)
+    assert "evidence_in_answer" in overall
     assert "citation_recall" in overall
     assert overall["reply_kind"]["answer"]["n"] == 4 and overall["reply_kind"]["abstain"]["n"] == 1
     assert overall["reply_kind"]["answer"]["correct"] >= 3
@@ -104,6 +105,10 @@ def test_eval_answers_scores_reply_kinds_and_citations(env: dict[str, str], sour
     assert {"id", "status", "answer", "citations", "verification"} <= set(report["questions"][0])
     first = report["questions"][0]
     assert first["status"] == "answered" and first["facts_present"] == 1.0  # "7420" is in the answer
+    # Its evidence, "The dashboard listens on port 7420 by default", is quoted whole (markers aside).
+    assert first["evidence_in_answer"] == 1.0
+    abstain = next(q for q in report["questions"] if q["expected"] == "abstain")
+    assert abstain["evidence_in_answer"] is None and 0.0 <= overall["evidence_in_answer"] <= 1.0
 
 
 def test_eval_ab_compares_variants_with_statistics(env: dict[str, str], source: Path, tmp_path: Path) -> None:
