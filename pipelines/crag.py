@@ -16,8 +16,8 @@ import re
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pipelines.bm25 import analyze
-from pipelines.extractive import QUESTION_WORDS, prose_units
+from pipelines.bm25 import Analyzer
+from pipelines.extractive import PLAIN, prose_units, question_terms
 
 # Words that only say a sentence is a question or a request; the rewrite drops them.
 FILLER = frozenset(
@@ -106,12 +106,16 @@ def rewrite_query(question: str) -> str:
     return rewritten or question
 
 
-def knowledge_strips(question: str, text: str, min_overlap: int = 1) -> str:
+def knowledge_strips(
+    question: str, text: str, min_overlap: int = 1, words: Analyzer = PLAIN, language: str | None = None
+) -> str:
     """The sentences of a passage sharing at least `min_overlap` content words with the question,
-    in order; the whole passage when none does (refining must not empty the context)."""
-    terms = {t for t in analyze(question) if t not in QUESTION_WORDS}
+    in order; the whole passage when none does (refining must not empty the context). Words are
+    read as the extractive answer reads them (`words`, the `answer_analyzer`; both sides in the
+    passage's `language`), so a sentence the answer would match by its stem is kept for it."""
+    terms = set(question_terms(question, words, language))
     units = prose_units(text)
-    kept = [u for u in units if len(terms & set(analyze(u))) >= min_overlap]
+    kept = [u for u in units if len(terms & set(words(u, language))) >= min_overlap]
     return " ".join(kept) if kept else text
 
 

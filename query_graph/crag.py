@@ -13,6 +13,7 @@ import numpy as np
 import structlog
 from hamilton.function_modifiers import config
 
+from pipelines.bm25 import Analyzer
 from pipelines.coverage import Coverage
 from pipelines.crag import Bands, action, knowledge_strips, rewrite_query
 from pipelines.llm_harness import GenerationUnavailable, LLMHarness
@@ -114,9 +115,10 @@ def context_candidates(
     question_coverage: Coverage,
     vector_index: VectorIndex,
     neighbours: bool,
+    answer_words: Analyzer,
 ) -> list[Candidate]:
     """What the generator sees: none after `no_answer` or when the corpus does not cover the question;
-    neighbours added; strips when refining."""
+    neighbours added; strips when refining (words read as the extractive answer reads them)."""
     if crag_outcome.action == "no_answer" or not question_coverage.covered:
         return []
     context = crag_outcome.candidates
@@ -124,7 +126,15 @@ def context_candidates(
         context = _neighbours_of(context, vector_index)
     if crag_outcome.refine:
         context = [
-            replace(c, chunk=replace(c.chunk, context_text=knowledge_strips(question, c.chunk.generation_text)))
+            replace(
+                c,
+                chunk=replace(
+                    c.chunk,
+                    context_text=knowledge_strips(
+                        question, c.chunk.generation_text, words=answer_words, language=c.chunk.language
+                    ),
+                ),
+            )
             for c in context
         ]
     return context

@@ -6,6 +6,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from pipelines.bm25 import analyzer
 from pipelines.crag import Bands, action, fit_bands, knowledge_strips, rewrite_query
 from tests.query_graph.harbor import Harbor, harbor_index
 
@@ -46,6 +47,14 @@ def test_knowledge_strips_keep_the_relevant_sentences() -> None:
         "The dashboard listens on port 7420 by default."
     )
     assert knowledge_strips("quantum chromodynamics", text) == text
+
+
+def test_knowledge_strips_read_words_as_the_answer_does() -> None:
+    # "ports" and "exposed" meet "exposes port" only stemmed: plain words keep nothing, so the whole passage.
+    text = "The dashboard exposes port 7420. Builds run in containers."
+    assert knowledge_strips("Which ports are exposed?", text) == text
+    stemmed = knowledge_strips("Which ports are exposed?", text, words=analyzer("snowball"), language="en")
+    assert stemmed == "The dashboard exposes port 7420."
 
 
 def test_fit_bands_separates_answerable_from_unanswerable() -> None:
