@@ -5,7 +5,9 @@ identifiers that the passage contains, after light suffix stripping. Identifiers
 numbers triple, and a number missing from the passage halves the score: a wrong port or version
 makes a wrong answer. It asks "does this text say this?" more strictly than a similarity
 score would: every word the sentence adds beyond the passage lowers it. Measured on labelled pairs
-by `evals/verify_pairs.py` (docs/operations.md).
+by `evals/verify_pairs.py` (docs/operations.md). Chinese and Japanese text, written without spaces, is
+compared by overlapping character pairs (as BM25 reads it): a paraphrased Chinese sentence is a run of
+characters that never occurs whole in its passage.
 """
 
 from __future__ import annotations
@@ -14,8 +16,14 @@ import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 
-from pipelines.bm25 import analyze
+from pipelines.bm25 import analyze_snowball
 from pipelines.citations import strip_markers
+
+
+def terms_of(text: str) -> list[str]:
+    """Plain terms (no stemming: `stem` below does the light stripping), CJK runs as character pairs."""
+    return analyze_snowball(text, None)
+
 
 _NUMBER = re.compile(r"^\d[\d.,:]*$")
 _IDENTIFIER = re.compile(r"[_.\-/]|[a-z][A-Z]|\d")
@@ -71,7 +79,7 @@ def claim_terms(sentence: str) -> dict[str, float]:
     """The sentence's content terms with their weights (numbers 3, identifiers 2, words 1)."""
     weights: dict[str, float] = {}
     for raw in re.findall(r"\S+", strip_markers(sentence)):
-        for term in analyze(raw):
+        for term in terms_of(raw):
             if term in _LIGHT or len(term) < 2:
                 continue
             heavy = bool(_IDENTIFIER.search(raw.strip(".,;:()'\"`")))
@@ -85,7 +93,7 @@ def support_score(sentence: str, passage: str) -> float:
     terms = claim_terms(sentence)
     if not terms:
         return 1.0
-    present = {stem(t) for t in analyze(passage)}
+    present = {stem(t) for t in terms_of(passage)}
     total = sum(terms.values())
     share = sum(w for t, w in terms.items() if t in present) / total
     # A number the passage does not contain makes the claim wrong however much else matches

@@ -33,6 +33,13 @@ def test_support_score_asks_whether_the_text_says_it() -> None:
     assert not check.supported and "content words" in check.reason
 
 
+def test_support_of_a_chinese_sentence_is_read_in_character_pairs() -> None:
+    # Written without spaces: a paraphrase is one run of characters that never occurs whole in the passage.
+    passage = "仪表板默认监听端口 7420。设置 HARBOR_PORT 可以换一个端口。"
+    assert support_score("仪表板默认监听这个端口。", passage) >= 0.6
+    assert support_score("构建日志保存十四天之后被删除。", passage) < 0.6
+
+
 def _draft(harbor: Harbor) -> tuple[Draft, str, str]:
     """A draft with one supported citation and one that names a real, supplied, but unrelated chunk."""
     retrieved = harbor.service().answer(PORT_Q, variants={"verify": "off"})["retrieved"]
