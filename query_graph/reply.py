@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from pipelines.bm25 import analyze
+from pipelines.bm25 import Analyzer
 from pipelines.citations import strip_markers
 from pipelines.coverage import Coverage
 from pipelines.extractive import question_terms
@@ -17,19 +17,22 @@ from query_graph.verification import VerifiedAnswer
 NO_ANSWER_TEXT = "I don't know: the documents do not cover this question."
 
 
-def _retrieved_entry(candidate: Candidate, quoted: str | None, terms: set[str]) -> dict[str, object]:
+def _retrieved_entry(candidate: Candidate, quoted: str | None, question: str, words: Analyzer) -> dict[str, object]:
     """A candidate as `retrieved` lists it, linked to the section it was used for: a cited chunk to the
     section of its first cited sentence (as its citation), an uncited `heading_packed` chunk to its
     section sharing the most content words with the question (the first on a tie), with that section's
     heading path. A chunk's own anchor, URI and heading path are its first section's, which says nothing
-    about which packed section answered."""
+    about which packed section answered. Words are read as the extractive answer reads them (`words`),
+    question and sections alike in the chunk's language."""
     out = candidate.as_dict()
     chunk = candidate.chunk
     if quoted is not None:
         anchor = chunk.anchor_for(quoted)
     elif chunk.extra and chunk.extra.get("sections"):
         sections = chunk.own_sections()
-        anchor = max(sections, key=lambda section: len(terms & set(analyze(section[1]))))[0]  # max keeps the first
+        terms = set(question_terms(question, words, chunk.language))
+        shared = [len(terms & set(words(text, chunk.language))) for _, text in sections]
+        anchor = sections[shared.index(max(shared))][0]  # the first on a tie
     else:
         return out
     if anchor != chunk.anchor:  # the chunk's own section: its entry exactly as before
@@ -50,6 +53,7 @@ def reply(
     crag_outcome: CragOutcome,
     question_coverage: Coverage,
     retrieval_lanes: tuple[Lane, ...],
+    answer_words: Analyzer,
 ) -> dict[str, Any]:
     by_id = {c.chunk.chunk_id: c for c in context_candidates}
     # Each cited chunk with the first sentence that cites it: that sentence's section is where the link goes.
@@ -75,12 +79,11 @@ def reply(
         if question_coverage.uncovered_names:  # say what is missing: the user can check it
             answer += " The documents never mention: " + ", ".join(question_coverage.uncovered_names) + "."
     shown = context_candidates if context_candidates else crag_outcome.candidates
-    terms = set(question_terms(question))
     return {
         "status": status,
         "answer": answer,
         "citations": citations if status == "answered" else [],
-        "retrieved": [_retrieved_entry(c, quoted.get(c.chunk.chunk_id), terms) for c in shown],
+        "retrieved": [_retrieved_entry(c, quoted.get(c.chunk.chunk_id), question, answer_words) for c in shown],
         "generator": draft_answer.generator,
         "sentence_ranker": draft_answer.sentence_ranker,
         "provider": draft_answer.provider,

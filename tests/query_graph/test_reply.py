@@ -57,7 +57,7 @@ def answer(question: str, chunks: list[Chunk], min_score: float = 0.15) -> dict[
     checker = sentence_checker__lexical(candidates, 0.5, "remove")
     verified = verified_answer(validated_answer(draft, candidates), checker)
     crag = CragOutcome("generate", candidates, {"action": "generate"})
-    return reply(question, verified, draft, candidates, crag, Coverage(True, None), ())
+    return reply(question, verified, draft, candidates, crag, Coverage(True, None), (), answer_words__snowball())
 
 
 def entry(out: dict[str, Any], chunk: Chunk) -> dict[str, Any]:
