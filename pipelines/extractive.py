@@ -24,6 +24,11 @@ the sentences sharing most words with the whole question often answer one ask tw
 English questions paired into two-ask questions (evals/RESULTS.md "Two asks"); the sentence ranker's order
 (below) does not do this.
 
+Words. Question and sentences become terms through an analyzer (`answer_analyzer`): by default the BM25
+`snowball` one, each word stemmed in its text's language and Chinese/Japanese read as character bigrams
+("kept" meets "keeps"; a Chinese question shares words with a Chinese sentence at all), `plain` for words as
+written. Chosen on XQuAD in 12 languages (evals/RESULTS.md "Answer analyzer").
+
 Sentence order. By default the qualifying sentences are ordered by that coverage (`lexical`). With a
 sentence ranker (`cross_encoder`: the packaged reranker, English questions only) the coverage still
 decides which sentences qualify at all (so "nothing covers the question" is unchanged), but the best
