@@ -18,7 +18,9 @@ The extractive answer's rule for such questions (the best sentence of each ask f
 scoring the question as one (`lexical_one_ask`).
 
 `--analyzers snowball` adds `lexical_snowball`: the lexical order with each word stemmed in the
-passages' language and CJK text read as character bigrams (the `answer_analyzer` variant).
+passages' language and CJK text read as character bigrams (the `answer_analyzer` variant, the graph's
+default since the tenth session). Every other answerer here reads plain words, as before, so its figures
+stay comparable with earlier runs.
 
     ragline eval sentences --xquad ../shared/corpora/xquad --language en --out evals/results/sentences.xquad_en.json
     ragline eval sentences --xquad ../shared/corpora/xquad --language en --pairs --out evals/results/sentences.xquad_en_pairs.json
