@@ -93,10 +93,9 @@ SentenceRanker = Callable[[str, Sequence[str]], Sequence[float]]
 RANKED_POOL = 12  # the qualifying sentences a ranker reads: the best by coverage
 RANKED_MARGIN = 5.0  # a kept sentence scores within this many logits of the ranker's best
 
-# How sentences and questions become terms (`answer_analyzer`): `plain` words as written; `snowball`, the
-# BM25 analyzer of that name (each word stemmed in its text's language, CJK runs as character bigrams).
+# How sentences and questions become terms by default (the `answer_analyzer` variants are in query_graph):
+# plain words as written, as before the variant existed.
 PLAIN: Analyzer = analyzer("plain")
-ANSWER_ANALYZERS = ("plain", "snowball")
 
 
 @dataclass(frozen=True)
@@ -189,15 +188,10 @@ def score_sentences(
     `words` turns text into terms: each sentence is read in its chunk's language, the question in
     `language` (the first chunk's when unknown), so a stemming analyzer stems both sides alike."""
     terms = question_terms(question, words, language or (chunks[0].language if chunks else None))
+    # Each sentence's own words and its heading's, read once (each ask of a question scores them again).
+    headings = [set(words(" ".join(chunk.heading_path), chunk.language)) for chunk in chunks]
     sentences = [
-        (
-            chunk,
-            rank,
-            position,
-            unit,
-            own,
-            set(words(unit, chunk.language)) | set(words(" ".join(chunk.heading_path), chunk.language)),
-        )
+        (chunk, rank, position, unit, own, set(words(unit, chunk.language)), headings[rank - 1])
         for rank, chunk in enumerate(chunks, start=1)
         for position, (unit, own) in enumerate(marked_units(chunk))
         if own or not own_only
@@ -205,13 +199,12 @@ def score_sentences(
     if not terms or not sentences:
         return []
     total = len(sentences)
-    weight = {t: math.log(1 + total / (1 + sum(t in s[5] for s in sentences))) for t in terms}
+    weight = {t: math.log(1 + total / (1 + sum(t in s[5] or t in s[6] for s in sentences))) for t in terms}
     norm = sum(weight.values()) or 1.0
     scored = []
-    for chunk, rank, position, unit, own, vocabulary in sentences:
-        own_words = set(words(unit, chunk.language))
+    for chunk, rank, position, unit, own, own_words, heading in sentences:
         # Words in the sentence count fully; words only in its heading count half.
-        coverage = sum(weight[t] * (1.0 if t in own_words else 0.5) for t in terms if t in vocabulary) / norm
+        coverage = sum(weight[t] * (1.0 if t in own_words else 0.5 if t in heading else 0.0) for t in terms) / norm
         scored.append(ScoredSentence(unit, chunk.chunk_id, rank, position, coverage + 0.05 / rank, own))
     return scored
 

@@ -361,8 +361,8 @@ def cmd_eval_lanes(args: argparse.Namespace) -> int:
 
 def cmd_eval_sentences(args: argparse.Namespace) -> int:
     from evals.sentence_ranking import answerers, evaluate_sentence_rankers, load_questions
-    from pipelines.extractive import ANSWER_ANALYZERS
     from pipelines.rerank import CrossEncoderReranker
+    from query_graph.variants import VARIANTS
 
     base = Settings()
     try:
@@ -372,9 +372,10 @@ def cmd_eval_sentences(args: argparse.Namespace) -> int:
             reranker = CrossEncoderReranker(base.reranker_model, base.reranker_path, base.rerank_max_tokens)
             rankers["cross_encoder"] = reranker.scores
         analyzers = [a for a in args.analyzers.split(",") if a]
-        unknown = sorted(set(analyzers) - set(ANSWER_ANALYZERS))
+        known = VARIANTS["answer_analyzer"]
+        unknown = sorted(set(analyzers) - set(known))
         if unknown:
-            raise ValueError(f"unknown answer analyzer(s) {unknown}; known: {', '.join(ANSWER_ANALYZERS)}")
+            raise ValueError(f"unknown answer analyzer(s) {unknown}; known: {', '.join(known)}")
         runs = answerers(rankers, args.pairs, analyzers)
         report = evaluate_sentence_rankers(questions, runs)
     except (ValueError, OSError, KeyError, RuntimeError) as exc:  # RuntimeError: the reranker's file
