@@ -1,4 +1,4 @@
-"""Extractive answers: sentences taken verbatim from the best passages, each cited.
+"""Extractive answers: sentences (and table rows) taken verbatim from the best passages, each cited.
 
 No language model is involved. A sentence is a candidate when it covers enough of the question's
 content words (weighted by how rare each word is among the candidate sentences); the answer takes
@@ -23,6 +23,10 @@ sentence of each ask first, each ask scored on its own; the question's best fill
 the sentences sharing most words with the whole question often answer one ask twice. Chosen on XQuAD
 English questions paired into two-ask questions (evals/RESULTS.md "Two asks"); the sentence ranker's order
 (below) does not do this.
+
+Units. A passage's prose gives its sentences; a Markdown table gives each data row as one unit, its cells
+joined by " | " (`table_rows`): reference pages keep settings, flags and defaults in tables. Below, "sentence"
+means either. Code blocks and headings are never quoted.
 
 Words. Question and sentences become terms through an analyzer (`answer_analyzer`): by default the BM25
 `snowball` one, each word stemmed in its text's language and Chinese/Japanese read as character bigrams
@@ -49,6 +53,7 @@ its answers are unchanged.
 
 from __future__ import annotations
 
+import itertools
 import math
 import re
 from collections import Counter
@@ -86,6 +91,9 @@ QUESTION_WORDS = frozenset(
 _FENCE = re.compile(r"(```|~~~).*?(\1|\Z)", re.S)
 # Emphasis and code markup, but not the underscores inside identifiers such as RAGLINE_PORT.
 _MARKUP = re.compile(r"[*`]+|(?<!\w)_+|_+(?!\w)|^\s*>+\s?", re.M)
+_LINK = re.compile(r"\[([^\]]+)\]\([^)]*\)")
+_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")  # |---|:--:| under a header
+_CELL_BREAK = re.compile(r"(?<!\\)\|")  # a cell may hold an escaped \|
 
 
 # Scores sentences for one question (higher answers it better), in the sentences' order.
@@ -109,18 +117,42 @@ class ScoredSentence:
 
 
 def prose_units(text: str) -> list[str]:
-    """Sentences of a passage's prose: code blocks and headings are not answers by themselves."""
+    """The units an answer can quote: sentences of a passage's prose, and the data rows of its tables
+    (`table_rows`). Code blocks and headings are not answers by themselves."""
     text = _FENCE.sub(" ", text)
     units = []
     for block in re.split(r"\n\s*\n", text):
         lines = [ln for ln in block.splitlines() if not ln.lstrip().startswith("#")]
-        if not lines or all(ln.lstrip().startswith("|") for ln in lines):
-            continue
-        joined = " ".join(ln.strip().lstrip("-*+ ").strip() for ln in lines)
-        joined = _MARKUP.sub("", joined)
-        joined = re.sub(r"\[([^\]]+)\]\([^)]*\)", r"\1", joined)  # links keep their text
-        units.extend(s for s in split_sentences(joined) if words_in(s) >= 3)
+        # A block can hold prose and a table with no blank line between them: each run is read as what it is.
+        for is_table, run in itertools.groupby(lines, key=lambda ln: ln.lstrip().startswith("|")):
+            if is_table:
+                units.extend(table_rows(list(run)))
+                continue
+            joined = plain(" ".join(ln.strip().lstrip("-*+ ").strip() for ln in run))
+            units.extend(s for s in split_sentences(joined) if words_in(s) >= 3)
     return units
+
+
+def plain(text: str) -> str:
+    """Text without emphasis and code markup; links keep their text."""
+    return _LINK.sub(r"\1", _MARKUP.sub("", text))
+
+
+def table_rows(lines: Sequence[str]) -> list[str]:
+    """A Markdown table's data rows, each one unit: its non-empty cells joined by " | ", which is how the row
+    reads in the source with the markup gone, so a quote of it is still found in its chunk.
+
+    Reference pages keep their facts in tables (a setting, its meaning, its default): left out, a question
+    about a setting was answered from the prose around the table, or not at all. The header row (above the
+    `|---|` rule) names columns, not facts, and is left out; a row of a table without a rule is kept."""
+    rule = next((i for i, ln in enumerate(lines) if _TABLE_RULE.match(ln)), -1)
+    rows = []
+    for line in lines[rule + 1 :]:
+        cells = [plain(cell).replace("\\|", "|").strip() for cell in _CELL_BREAK.split(line.strip().strip("|"))]
+        cells = [cell for cell in cells if cell]
+        if words_in(" ".join(cells)) >= 3:  # the bars are not words: "9.4.0 | 18.4.0" is too short
+            rows.append(" | ".join(cells))
+    return rows
 
 
 def words_in(sentence: str) -> float:
@@ -219,7 +251,13 @@ def once(scored: list[ScoredSentence]) -> list[ScoredSentence]:
     return list(best.values())
 
 
-def with_marker(sentence: str, chunk_id: str) -> str:
+def with_marker(unit: str, chunk_id: str) -> str:
+    """The unit with the chunk's marker on each of its sentences: a table row can hold several, and a
+    sentence without a marker of its own would not be released (pipelines/citations.py)."""
+    return " ".join(_marked(sentence, chunk_id) for sentence in split_sentences(unit))
+
+
+def _marked(sentence: str, chunk_id: str) -> str:
     marker = f" [C:{chunk_id}]"
     stripped = sentence.rstrip()
     if stripped and stripped[-1] in ".!?。！？।॥":

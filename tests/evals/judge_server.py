@@ -30,7 +30,9 @@ def verdict(payload: dict[str, Any], liar: bool, copier: bool = False) -> dict[s
     passages = {p["chunk_id"]: p["text"] for p in payload["passages"]}
     statements = []
     for s in payload["statements"]:
-        source = next((c for c in s["cites"] if c in passages and _norm(s["statement"]) in _norm(passages[c])), None)
+        # The statement as the passage has it: a quoted table row gains a closing full stop in the answer.
+        said = s["statement"].rstrip(".!?。！？ ")
+        source = next((c for c in s["cites"] if c in passages and _norm(said) in _norm(passages[c])), None)
         if liar:
             claim = {"claim": s["statement"], "chunk_id": (s["cites"] or [None])[0], "quote": "an invented quote"}
         elif copier:
@@ -38,7 +40,7 @@ def verdict(payload: dict[str, Any], liar: bool, copier: bool = False) -> dict[s
             last = re.split(r"(?<=[.!?])\s+", passages[cited].strip())[-1] if cited else None
             claim = {"claim": s["statement"], "chunk_id": cited, "quote": last}
         else:
-            claim = {"claim": s["statement"], "chunk_id": source, "quote": s["statement"] if source else None}
+            claim = {"claim": s["statement"], "chunk_id": source, "quote": said if source else None}
         statements.append({"index": s["index"], "claims": [claim]})
     answer = payload["answer"]
     facts = [

@@ -184,3 +184,54 @@ def test_a_chinese_question_is_answered_from_character_bigrams() -> None:
     text, used = extract_answer(question, [PORTS_ZH], words=analyzer("snowball"), language="zh")
     # A Chinese sentence of few spaces is still a sentence (`words_in`), and the one that answers is quoted.
     assert text == "仪表板默认监听端口 7420 [C:z-0]。" and len(used) == 1
+
+
+SETTINGS_PAGE = """# Runner settings { #settings }
+
+## Global settings { #global }
+
+The settings below go in the global section of the runner's configuration file.
+| Setting | Description |
+|---------|-------------|
+| `check_interval` | How often the runner polls for new jobs, in seconds. |
+| `output_limit`   | Maximum build log size in kilobytes. Default is `4096` (4 MB). |
+| `shutdown_timeout` | How long a [graceful shutdown](https://example.com/shutdown) waits, in seconds. |
+
+Change the file, then restart the runner.
+"""
+
+
+def settings_chunk() -> Chunk:
+    clean, title = clean_markdown(SETTINGS_PAGE)
+    page = Document("en/settings.md", "file:///en/settings.md", clean, "h", "now", title=title or "Runner settings")
+    return next(c for c in chunk_document(page, "heading", COUNT) if c.anchor == "global")
+
+
+def test_a_fact_kept_in_a_table_row_is_quoted_and_cited_sentence_by_sentence() -> None:
+    chunk = settings_chunk()
+    question = "What is the maximum build log size, and what is its default?"
+
+    answer, used = extract_answer(question, [chunk], words=analyzer("snowball"), language="en")
+
+    # The row reads as in the source with the markup gone: its cells joined by " | ".
+    assert used[0].text == "output_limit | Maximum build log size in kilobytes. Default is 4096 (4 MB)."
+    # Each sentence of the row carries the marker, so validation releases both and drops nothing.
+    assert "output_limit | Maximum build log size in kilobytes [C:" in answer and "Default is 4096 (4 MB) [C:" in answer
+    released, dropped = validate(answer, [chunk.chunk_id])
+    assert len(released) >= 2 and not dropped
+    assert all(quoted_in(s.text, [chunk.generation_text]) for s in statements(answer))
+    assert all(
+        c.supported
+        for s in statements(answer)
+        for c in check_citations(s.text, [(chunk.chunk_id, chunk.generation_text)], 0.6)
+    )
+
+
+def test_table_rows_are_units_and_the_header_and_rule_are_not() -> None:
+    units = [unit for unit, _ in marked_units(settings_chunk())]
+    # Prose with no blank line before the table stays prose; the header names columns and is left out.
+    assert "The settings below go in the global section of the runner's configuration file." in units
+    assert not any("Setting" in u and "Description" in u for u in units) and not any("---" in u for u in units)
+    assert "shutdown_timeout | How long a graceful shutdown waits, in seconds." in units  # links keep their text
+    assert "Change the file, then restart the runner." in units
+    assert sum(" | " in u for u in units) == 3

@@ -87,9 +87,11 @@ def test_the_variant_runs_in_the_graph_and_the_reply_says_which_ranker_ordered_i
 
 def test_the_answer_analyzer_variant_runs_in_the_graph(harbor: Harbor) -> None:
     service = harbor.service()
-    question = "How long is a build log kept?"  # the page says "keeps build logs for 14 days"
+    question = "How long does Harbor keep build logs?"  # the page says "Harbor keeps build logs for 14 days"
     default = service.answer(question)
     assert default["variants"]["answer_analyzer"] == "snowball"
-    assert "14 days" in default["answer"]
+    assert default["answer"].startswith("Harbor keeps build logs for 14 days [C:")
+    assert "retention_days | 14" not in default["answer"]  # the table row says less: not within reach of the best
     plain = service.answer(question, variants={"answer_analyzer": "plain"})
-    assert plain["variants"]["answer_analyzer"] == "plain" and "14 days" not in plain["answer"]
+    # To the plain analyzer "keeps" is not "keep": the best sentence scores lower, and the weaker row joins it.
+    assert plain["variants"]["answer_analyzer"] == "plain" and "retention_days | 14" in plain["answer"]
