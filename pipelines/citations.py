@@ -15,6 +15,8 @@ MARKER = re.compile(r"\[C:([A-Za-z0-9_\-]+)\]")
 _TERMINATORS = ".!?。！？।॥"
 _WIDE = "。！？।॥"  # these end a sentence even with no space after them
 _TRAILER = re.compile(r"[\"')\]]*((?:\s*\[C:[A-Za-z0-9_\-]+\])*)")
+# A fenced code block: its opening fence at the start of a line, through the same fence closing it, or to the end.
+_FENCED = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*(?:\n.*?^[ \t]*\1[ \t]*$|.*\Z)", re.M | re.S)
 
 
 class CitationError(ValueError):
@@ -29,10 +31,16 @@ def split_sentences(text: str) -> list[str]:
     """Sentences of an answer, each keeping the markers that follow its terminator.
 
     ASCII terminators end a sentence only before white space (so `8.5` and `app.py` stay whole);
-    CJK and Indic terminators end one wherever they stand.
+    CJK and Indic terminators end one wherever they stand. A fenced code block is read whole, to its
+    closing fence (or to the end of a text still arriving): a full stop inside code ends nothing, so an
+    answer's code example stays one piece with its marker after it.
     """
+    fences = {m.start(): m.end() for m in _FENCED.finditer(text)}
     sentences, start, i = [], 0, 0
     while i < len(text):
+        if i in fences:
+            i = fences[i]
+            continue
         char = text[i]
         if char in _TERMINATORS:
             trailer = _TRAILER.match(text, i + 1)
@@ -48,6 +56,20 @@ def split_sentences(text: str) -> list[str]:
     if tail:
         sentences.append(tail)
     return sentences
+
+
+def join_sentences(sentences: Iterable[str]) -> str:
+    """Sentences back into one text: by a space, but a code block on lines of its own, a blank line before and
+    after it, so that Markdown shows it as code and `split_sentences` (which sees a fence only at the start of
+    a line) gives the same sentences back."""
+    text, after_block = "", False
+    for sentence in sentences:
+        block = _FENCED.match(sentence) is not None
+        if text:
+            text += "\n\n" if block or after_block else " "
+        text += sentence
+        after_block = block
+    return text
 
 
 def markers(text: str) -> list[str]:

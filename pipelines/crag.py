@@ -17,7 +17,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pipelines.bm25 import Analyzer
-from pipelines.extractive import PLAIN, prose_units, question_terms
+from pipelines.extractive import PLAIN, introduced_code, prose_units, question_terms
 
 # Words that only say a sentence is a question or a request; the rewrite drops them.
 FILLER = frozenset(
@@ -110,13 +110,17 @@ def knowledge_strips(
     question: str, text: str, min_overlap: int = 1, words: Analyzer = PLAIN, language: str | None = None
 ) -> str:
     """The sentences of a passage sharing at least `min_overlap` content words with the question,
-    in order; the whole passage when none does (refining must not empty the context). Words are
+    in order, each with the code block it introduces; the whole passage when none does (refining must not empty the context). Words are
     read as the extractive answer reads them (`words`, the `answer_analyzer`; both sides in the
     passage's `language`), so a sentence the answer would match by its stem is kept for it."""
     terms = set(question_terms(question, words, language))
     units = prose_units(text)
     kept = [u for u in units if len(terms & set(words(u, language))) >= min_overlap]
-    return " ".join(kept) if kept else text
+    # A kept sentence that introduces a code block keeps its block, after it as in the passage (pipelines/extractive.py).
+    code = introduced_code(text)
+    # One paragraph each, so the strips read back as the units kept: joined by spaces, a unit with no full stop
+    # (one ending in a colon, a table row) ran into the next and made a sentence the passage never had.
+    return "\n\n".join(f"{u}\n\n{code[u]}" if u in code else u for u in kept) if kept else text
 
 
 @dataclass(frozen=True)

@@ -26,7 +26,8 @@ English questions paired into two-ask questions (evals/RESULTS.md "Two asks"); t
 
 Units. A passage's prose gives its sentences; a Markdown table gives each data row as one unit, its cells
 joined by " | " (`table_rows`): reference pages keep settings, flags and defaults in tables. Below, "sentence"
-means either. Code blocks and headings are never quoted.
+means either. Headings are never quoted, and code blocks only after the sentence that introduces them
+(`introduced_code`): a quoted sentence ending in a colon brings the block that follows it.
 
 Words. Question and sentences become terms through an analyzer (`answer_analyzer`): by default the BM25
 `snowball` one, each word stemmed in its text's language and Chinese/Japanese read as character bigrams
@@ -62,7 +63,7 @@ from dataclasses import dataclass
 
 from pipelines.asks import split_asks
 from pipelines.bm25 import CJK_RUN, Analyzer, analyzer
-from pipelines.citations import split_sentences
+from pipelines.citations import join_sentences, split_sentences
 from pipelines.documents import Chunk
 
 # Words that say what kind of question it is, not what it is about.
@@ -260,6 +261,8 @@ def with_marker(unit: str, chunk_id: str) -> str:
 def _marked(sentence: str, chunk_id: str) -> str:
     marker = f" [C:{chunk_id}]"
     stripped = sentence.rstrip()
+    if stripped.endswith(("```", "~~~")):  # a code block's closing fence stands alone on its line
+        return stripped + "\n" + marker.strip() + "."
     if stripped and stripped[-1] in ".!?。！？।॥":
         return stripped[:-1] + marker + stripped[-1]
     return stripped + marker + "."
@@ -298,7 +301,37 @@ def extract_answer(
     if ranker is None and each_ask:
         best = each_ask_answered(question, best, max_sentences, lambda ask: score(ask, own_only))
     ordered = sorted(best, key=lambda s: (s.rank, s.position))
-    return " ".join(with_marker(s.text, s.chunk_id) for s in ordered), ordered
+    return answer_text(ordered, chunks), ordered
+
+
+def answer_text(sentences: Sequence[ScoredSentence], chunks: Sequence[Chunk]) -> str:
+    """The cited sentences in order, each followed by the code block it introduces, if any (`introduced_code`),
+    cited like the sentence: "... you can use the dev command:" is no answer without the command."""
+    parts = []
+    for s in sentences:
+        parts.append(with_marker(s.text, s.chunk_id))
+        code = introduced_code(chunks[s.rank - 1].generation_text).get(s.text) if s.text.endswith(":") else None
+        if code:
+            parts.append(with_marker(code, s.chunk_id))
+    return join_sentences(parts)
+
+
+_HTML_TAG = re.compile(r"</?[A-Za-z][^>]*>")
+
+
+def introduced_code(text: str) -> dict[str, str]:
+    """The fenced code blocks of `text` that a sentence introduces, by that sentence: the last unit of the
+    paragraph right above a block, when it ends with a colon. A block with HTML in it is left out: the
+    docs' rendered terminal sessions (colours as `<font>` tags) are not code a reader can copy."""
+    found: dict[str, str] = {}
+    for fence in _FENCE.finditer(text):
+        block = fence.group(0)
+        if not block.endswith(fence.group(1)) or _HTML_TAG.search(block):
+            continue  # unclosed (cut by the chunk's end), or rendered HTML
+        above = prose_units(re.split(r"\n\s*\n", text[: fence.start()].rstrip())[-1])
+        if above and above[-1].endswith(":"):
+            found.setdefault(above[-1], block)
+    return found
 
 
 def each_ask_answered(

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from pipelines.citations import ValidatedSentence, validate
+from pipelines.citations import ValidatedSentence, join_sentences, validate
 from query_graph.generation import Draft
 from query_graph.retrieval import Candidate
 
@@ -16,7 +16,7 @@ class ValidatedAnswer:
 
     @property
     def text(self) -> str:
-        return " ".join(s.text for s in self.sentences)
+        return join_sentences(s.text for s in self.sentences)
 
 
 def validated_answer(draft_answer: Draft, context_candidates: list[Candidate]) -> ValidatedAnswer:

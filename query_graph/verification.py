@@ -16,7 +16,7 @@ from typing import Any
 
 from hamilton.function_modifiers import config
 
-from pipelines.citations import MARKER, ValidatedSentence, strip_markers
+from pipelines.citations import MARKER, ValidatedSentence, join_sentences, strip_markers
 from pipelines.llm_harness import GenerationUnavailable, LLMHarness
 from pipelines.verify import Check, check_citations
 from query_graph.retrieval import Candidate
@@ -127,7 +127,7 @@ class VerifiedAnswer:
 
     @property
     def text(self) -> str:
-        return " ".join(s.text for s in self.sentences)
+        return join_sentences(s.text for s in self.sentences)
 
 
 def verified_answer(validated_answer: ValidatedAnswer, sentence_checker: SentenceChecker) -> VerifiedAnswer:

@@ -41,6 +41,7 @@ Harbor keeps build logs for 14 days. The `retention_days` key in `harbor.toml` c
     "reference/cli.md": """# Command line
 
 The `harbor sync` command uploads local artefacts to the registry. It retries a failed upload three times.
+To upload to a registry of your own, pass its address:
 
 ```bash
 harbor sync --registry https://registry.example.com

@@ -4,7 +4,16 @@ const $ = (id) => document.getElementById(id);
 Ragline.bindTokenField($("token"));
 const MARKER = /\s*\[C:([A-Za-z0-9_\-]+)\]/g;
 
+// A code example arrives as one sentence: its fenced block, then its marker on the next line.
+const FENCED = /^(`{3,}|~{3,})[^\n]*\n([\s\S]*?)\n[ \t]*\1[ \t]*(?=\n|$)/;
+
 function sentenceNode(text) {
+  const fenced = text.match(FENCED);
+  if (fenced) {
+    const node = Ragline.el("div", { class: "sentence code" }, Ragline.el("pre", {}, Ragline.el("code", {}, fenced[2])));
+    node.append(...sentenceNode(text.slice(fenced[0].length)).childNodes);
+    return node;
+  }
   const node = Ragline.el("p", { class: "sentence" });
   let last = 0;
   for (const match of text.matchAll(MARKER)) {

@@ -2,7 +2,7 @@ from __future__ import annotations
 
 import pytest
 
-from pipelines.citations import CitationError, markers, split_sentences, strip_markers, validate
+from pipelines.citations import CitationError, join_sentences, markers, split_sentences, strip_markers, validate
 
 
 def test_ascii_sentences_keep_their_markers_and_numbers_stay_whole() -> None:
@@ -34,3 +34,23 @@ def test_marker_naming_an_unsupplied_chunk_fails() -> None:
 def test_markers_and_stripping() -> None:
     assert markers("x [C:a-1] y [C:b_2]") == ["a-1", "b_2"]
     assert strip_markers("The port is 7420 [C:a-1].") == "The port is 7420."
+
+
+CODE = "```python\nimport app.settings\n\n# Set the port. Then start.\nserve(port=7420)\n```"
+
+
+def test_a_code_block_is_one_sentence_with_its_marker() -> None:
+    answer = f"Start the server like this: [C:a].\n\n{CODE}\n[C:a].\n\nIt listens on 7420 [C:a]."
+    assert split_sentences(answer) == [
+        "Start the server like this: [C:a].",
+        f"{CODE}\n[C:a].",  # the full stops inside the code end nothing
+        "It listens on 7420 [C:a].",
+    ]
+    released, dropped = validate(answer, ["a"])
+    assert [s.text for s in released] == split_sentences(answer) and not dropped
+    # Joined again, the block stands on lines of its own and splits into the same sentences.
+    assert join_sentences(split_sentences(answer)) == answer
+    # A block still arriving (a stream) runs to the end of the text, so its sentence is not complete yet.
+    assert split_sentences("Run: [C:a].\n\n```bash\nmake test. And") == ["Run: [C:a].", "```bash\nmake test. And"]
+    # Three backticks inside a line are not a fence.
+    assert split_sentences("Write ``` in a line. Then stop.") == ["Write ``` in a line.", "Then stop."]

@@ -16,7 +16,7 @@ from pipelines.cleaners import clean_markdown
 from pipelines.crag import knowledge_strips
 from pipelines.documents import Chunk, Document
 from pipelines.embedders import load_embedder
-from pipelines.extractive import extract_answer, marked_units, score_sentences
+from pipelines.extractive import extract_answer, marked_units, prose_units, score_sentences
 from pipelines.verify import check_citations
 
 COUNT = load_embedder("bge-small-en-v1.5-int8").count_tokens
@@ -235,3 +235,78 @@ def test_table_rows_are_units_and_the_header_and_rule_are_not() -> None:
     assert "shutdown_timeout | How long a graceful shutdown waits, in seconds." in units  # links keep their text
     assert "Change the file, then restart the runner." in units
     assert sum(" | " in u for u in units) == 3
+
+
+CLI_PAGE = """# Command line { #cli }
+
+## Sync { #sync }
+
+The sync command uploads local artefacts to the registry. To upload to another registry, pass its address:
+
+```bash
+harbor sync --registry https://registry.example.com
+```
+
+The sync command prints a summary. Its output looks like this:
+
+```console
+<font color="#4E9A06">synced</font> 3 artefacts
+```
+
+The sync command retries a failed upload three times.
+"""
+
+
+def cli_chunk() -> Chunk:
+    clean, title = clean_markdown(CLI_PAGE)
+    page = Document("en/cli.md", "file:///en/cli.md", clean, "h", "now", title=title or "Command line")
+    return next(c for c in chunk_document(page, "heading", COUNT) if c.anchor == "sync")
+
+
+def test_a_sentence_that_introduces_a_code_block_brings_the_block_cited() -> None:
+    chunk = cli_chunk()
+    question = "How do I upload artefacts to another registry?"
+
+    answer, used = extract_answer(question, [chunk], words=analyzer("snowball"), language="en")
+
+    assert "To upload to another registry, pass its address:" in [s.text for s in used]
+    code = "```bash\nharbor sync --registry https://registry.example.com\n```"
+    assert f"pass its address: [C:{chunk.chunk_id}].\n\n{code}\n[C:{chunk.chunk_id}]." in answer
+    released, dropped = validate(answer, [chunk.chunk_id])
+    assert any(s.text.startswith("```bash") for s in released) and not dropped
+    assert all(quoted_in(s.text, [chunk.generation_text]) for s in statements(answer))
+    assert all(
+        c.supported
+        for s in statements(answer)
+        for c in check_citations(s.text, [(chunk.chunk_id, chunk.generation_text)], 0.6)
+    )
+
+
+def test_only_a_sentence_ending_in_a_colon_brings_code_and_never_rendered_html() -> None:
+    chunk = cli_chunk()
+    # The terminal session is introduced by a colon too, but it is HTML, not code to copy.
+    answer, used = extract_answer("What does the sync command output look like?", [chunk])
+    assert "Its output looks like this:" in [s.text for s in used] and "```" not in answer and "<font" not in answer
+    # A sentence without a colon brings nothing, even right above a block.
+    answer, _ = extract_answer("How many times does the sync command retry a failed upload?", [chunk])
+    assert "three times" in answer and "```" not in answer
+
+
+def test_crag_strips_keep_the_code_a_kept_sentence_introduces() -> None:
+    chunk = cli_chunk()
+    question = "How do I upload artefacts to another registry?"
+    strips = knowledge_strips(question, chunk.generation_text, words=analyzer("snowball"), language="en")
+    assert "```bash\nharbor sync --registry" in strips and "<font" not in strips
+    stripped = replace(chunk, context_text=strips)
+    answer, _ = extract_answer(question, [stripped], words=analyzer("snowball"), language="en")
+    assert "pass its address: [C:" in answer and "```bash\nharbor sync --registry" in answer
+
+
+def test_crag_strips_read_back_as_the_units_they_kept() -> None:
+    text = "| key | meaning |\n|---|---|\n| retention_days | days build logs are kept |\n\nOld build logs are deleted at night."
+    chunk = Chunk("k-0", "config.md", "Config", ["Config"], "", "", "heading", "en", 0, text)
+    strips = knowledge_strips("How long are build logs kept?", text, words=analyzer("snowball"), language="en")
+    # Joined by spaces, the row (no full stop) ran into the next sentence: a sentence the passage never had.
+    assert prose_units(strips) == ["retention_days | days build logs are kept", "Old build logs are deleted at night."]
+    answer, _ = extract_answer("How long are build logs kept?", [replace(chunk, context_text=strips)])
+    assert answer and all(quoted_in(s.text, [text]) for s in statements(answer))

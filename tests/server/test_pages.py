@@ -61,6 +61,16 @@ def test_chat_and_console_in_a_real_browser(live_url: str, browser: webdriver.Ch
     citations[0].click()
     wait.until(ec.text_to_be_present_in_element((By.ID, "passage"), "7420"))
 
+    # A sentence that introduces a code block brings it: shown as code, with its citation.
+    question = browser.find_element(By.ID, "question")
+    question.clear()
+    question.send_keys("How do I upload to a registry of my own?")
+    browser.find_element(By.ID, "ask").click()
+    wait.until(ec.text_to_be_present_in_element((By.CSS_SELECTOR, "#answer .sentence.code pre code"), "--registry"))
+    code = browser.find_element(By.CSS_SELECTOR, "#answer .sentence.code pre code").text
+    assert code == "harbor sync --registry https://registry.example.com"
+    assert browser.find_elements(By.CSS_SELECTOR, "#answer .sentence.code .cite")
+
     browser.get(live_url + "/console")
     token = browser.find_element(By.ID, "token")
     token.clear()
