@@ -93,6 +93,8 @@ QUESTIONS = [
         "architecture.md configuration.md",
     ),
     ("Does the extractive answer match Chinese questions and stemmed words?", "architecture.md configuration.md"),
+    ("How do I start the server?", "quickstart.md"),
+    ("Does the extractive answer quote table rows and code examples?", "architecture.md roadmap.md"),
 ]
 
 
