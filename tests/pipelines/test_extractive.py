@@ -63,15 +63,8 @@ def test_the_hits_own_sentence_answers_before_a_neighbour_sharing_more_question_
     assert [s.text for s in used] == [OWN] and all(s.own for s in used)
     assert "RAGLINE_WORKERS" in answer and "memory" not in answer
     assert markers(answer) == [hit.chunk_id]
-    released, dropped = validate(answer, [hit.chunk_id])
-    assert released and not dropped
     # Every released sentence is found in (and supported by) the text the generator saw for the cited chunk.
-    assert all(quoted_in(s.text, [hit.generation_text]) for s in statements(answer))
-    assert all(
-        c.supported
-        for s in statements(answer)
-        for c in check_citations(s.text, [(hit.chunk_id, hit.generation_text)], 0.6)
-    )
+    assert_released_quoted_and_supported(answer, hit)
 
 
 def test_with_context_the_answer_is_the_one_without_it_when_the_own_text_answers() -> None:
@@ -201,10 +194,27 @@ Change the file, then restart the runner.
 """
 
 
+def section_chunk(text: str, path: str, anchor: str) -> Chunk:
+    """The `heading` chunk of one section of a page, cleaned and chunked by the real code."""
+    clean, title = clean_markdown(text)
+    page = Document(path, f"file:///{path}", clean, "h", "now", title=title or path)
+    return next(c for c in chunk_document(page, "heading", COUNT) if c.anchor == anchor)
+
+
+def assert_released_quoted_and_supported(answer: str, chunk: Chunk) -> None:
+    """Validation releases every sentence, each is found in the chunk's text and lexical verification supports it."""
+    released, dropped = validate(answer, [chunk.chunk_id])
+    assert released and not dropped
+    assert all(quoted_in(s.text, [chunk.generation_text]) for s in statements(answer))
+    assert all(
+        c.supported
+        for s in statements(answer)
+        for c in check_citations(s.text, [(chunk.chunk_id, chunk.generation_text)], 0.6)
+    )
+
+
 def settings_chunk() -> Chunk:
-    clean, title = clean_markdown(SETTINGS_PAGE)
-    page = Document("en/settings.md", "file:///en/settings.md", clean, "h", "now", title=title or "Runner settings")
-    return next(c for c in chunk_document(page, "heading", COUNT) if c.anchor == "global")
+    return section_chunk(SETTINGS_PAGE, "en/settings.md", "global")
 
 
 def test_a_fact_kept_in_a_table_row_is_quoted_and_cited_sentence_by_sentence() -> None:
@@ -217,14 +227,8 @@ def test_a_fact_kept_in_a_table_row_is_quoted_and_cited_sentence_by_sentence() -
     assert used[0].text == "output_limit | Maximum build log size in kilobytes. Default is 4096 (4 MB)."
     # Each sentence of the row carries the marker, so validation releases both and drops nothing.
     assert "output_limit | Maximum build log size in kilobytes [C:" in answer and "Default is 4096 (4 MB) [C:" in answer
-    released, dropped = validate(answer, [chunk.chunk_id])
-    assert len(released) >= 2 and not dropped
-    assert all(quoted_in(s.text, [chunk.generation_text]) for s in statements(answer))
-    assert all(
-        c.supported
-        for s in statements(answer)
-        for c in check_citations(s.text, [(chunk.chunk_id, chunk.generation_text)], 0.6)
-    )
+    assert len(validate(answer, [chunk.chunk_id])[0]) >= 2
+    assert_released_quoted_and_supported(answer, chunk)
 
 
 def test_table_rows_are_units_and_the_header_and_rule_are_not() -> None:
@@ -258,9 +262,7 @@ The sync command retries a failed upload three times.
 
 
 def cli_chunk() -> Chunk:
-    clean, title = clean_markdown(CLI_PAGE)
-    page = Document("en/cli.md", "file:///en/cli.md", clean, "h", "now", title=title or "Command line")
-    return next(c for c in chunk_document(page, "heading", COUNT) if c.anchor == "sync")
+    return section_chunk(CLI_PAGE, "en/cli.md", "sync")
 
 
 def test_a_sentence_that_introduces_a_code_block_brings_the_block_cited() -> None:
@@ -272,14 +274,8 @@ def test_a_sentence_that_introduces_a_code_block_brings_the_block_cited() -> Non
     assert "To upload to another registry, pass its address:" in [s.text for s in used]
     code = "```bash\nharbor sync --registry https://registry.example.com\n```"
     assert f"pass its address: [C:{chunk.chunk_id}].\n\n{code}\n[C:{chunk.chunk_id}]." in answer
-    released, dropped = validate(answer, [chunk.chunk_id])
-    assert any(s.text.startswith("```bash") for s in released) and not dropped
-    assert all(quoted_in(s.text, [chunk.generation_text]) for s in statements(answer))
-    assert all(
-        c.supported
-        for s in statements(answer)
-        for c in check_citations(s.text, [(chunk.chunk_id, chunk.generation_text)], 0.6)
-    )
+    assert any(s.text.startswith("```bash") for s in validate(answer, [chunk.chunk_id])[0])
+    assert_released_quoted_and_supported(answer, chunk)
 
 
 def test_only_a_sentence_ending_in_a_colon_brings_code_and_never_rendered_html() -> None:
