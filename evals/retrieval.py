@@ -73,6 +73,10 @@ def summarise(outcomes: Sequence[QuestionOutcome]) -> dict[str, Any]:
             for t, group in sorted(by_type.items())
         },
         "misses": [o.id for o in outcomes if not o.hit(5)],
+        # Where each question's evidence was (null: not in the top 10), and the questions that sit right at
+        # evidence@5's cut-off (5th or 6th): evidence@5 can move by these between machines or small changes.
+        "evidence_ranks": {o.id: o.evidence_rank for o in outcomes},
+        "near_cutoff": [o.id for o in outcomes if o.evidence_rank in (5, 6)],
     }
 
 

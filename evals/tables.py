@@ -23,9 +23,18 @@ def retrieval_rows(path: Path) -> list[str]:
         rows.append(
             f"| {path.stem} | {index['strategy']} | {index.get('embedding_model', '')} | {index.get('fusion', '')} | "
             f"{mode} | {m['n']} | {m['evidence@1']:.3f} | {m['evidence@5']:.3f} | {m['evidence@10']:.3f} | "
-            f"{m['page@5']:.3f} | {m['mrr@10']:.3f} | {m['latency_ms']['p50']:.0f} | {', '.join(m['misses'])} |"
+            f"{m['page@5']:.3f} | {m['mrr@10']:.3f} | {m['latency_ms']['p50']:.0f} | {', '.join(m['misses'])} | "
+            f"{near_cutoff(m)} |"
         )
     return rows
+
+
+def near_cutoff(mode: dict[str, Any]) -> str:
+    """The questions whose evidence is 5th (just in) or 6th (just out), with the rank: "-" for outputs
+    written before the ranks were recorded."""
+    if "near_cutoff" not in mode:
+        return "-"
+    return ", ".join(f"{q} ({mode['evidence_ranks'][q]})" for q in mode["near_cutoff"])
 
 
 def beir_rows(path: Path) -> list[str]:
@@ -39,8 +48,9 @@ def beir_rows(path: Path) -> list[str]:
 
 
 HEADERS = {
-    "retrieval": "| run | strategy | model | fusion | mode | n | ev@1 | ev@5 | ev@10 | page@5 | mrr@10 | p50 ms | misses@5 |\n"
-    + "|---" * 13
+    "retrieval": "| run | strategy | model | fusion | mode | n | ev@1 | ev@5 | ev@10 | page@5 | mrr@10 | p50 ms | misses@5 "
+    + "| 5th or 6th |\n"
+    + "|---" * 14
     + "|",
     "beir": "| run | qrels | fusion | mode | n | nDCG@10 | recall@100 | p50 ms |\n" + "|---" * 8 + "|",
 }

@@ -18,6 +18,7 @@ from tests.corpus import write_corpus
 RAGLINE = str(Path(sys.executable).parent / "ragline")
 GOLDEN = Path(__file__).parent / "fixtures" / "harbor.jsonl"
 MODE_KEYS = {"n", "evidence@1", "evidence@5", "evidence@10", "page@5", "mrr@10", "latency_ms", "by_type", "misses"}
+MODE_KEYS |= {"evidence_ranks", "near_cutoff"}  # beyond the contract: where each question's evidence was
 
 
 @pytest.fixture(scope="module")
@@ -67,6 +68,10 @@ def test_eval_retrieval_writes_the_contract_and_reuses_its_index(
         assert 0.0 <= scores["evidence@1"] <= scores["evidence@5"] <= scores["evidence@10"] <= 1.0
         assert set(scores["latency_ms"]) == {"p50", "p95"}
         assert sum(t["n"] for t in scores["by_type"].values()) == 4
+        ranks = scores["evidence_ranks"]
+        assert len(ranks) == 4 and scores["misses"] == [q for q, r in ranks.items() if r is None or r > 5]
+        assert scores["evidence@5"] == sum(r is not None and r <= 5 for r in ranks.values()) / 4
+        assert scores["near_cutoff"] == [q for q, r in ranks.items() if r in (5, 6)]
     # Four plain questions on a three-page corpus: hybrid finds every one in its top 5.
     assert report["modes"]["hybrid"]["evidence@5"] == 1.0 and report["modes"]["hybrid"]["misses"] == []
     assert report["modes"]["hybrid"]["page@5"] == 1.0 and report["modes"]["hybrid"]["mrr@10"] > 0.5
