@@ -15,8 +15,11 @@ MARKER = re.compile(r"\[C:([A-Za-z0-9_\-]+)\]")
 _TERMINATORS = ".!?。！？।॥"
 _WIDE = "。！？।॥"  # these end a sentence even with no space after them
 _TRAILER = re.compile(r"[\"')\]]*((?:\s*\[C:[A-Za-z0-9_\-]+\])*)")
-# A fenced code block: its opening fence at the start of a line, through the same fence closing it, or to the end.
-_FENCED = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*(?:\n.*?^[ \t]*\1[ \t]*$|.*\Z)", re.M | re.S)
+# A fenced code block: its opening fence at the start of a line, through the same fence closing it (a model may
+# write its marker on that line: "``` [C:x]"), or to the end of the text when nothing closes it yet.
+_FENCED = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*(?:\n.*?^[ \t]*\1(?!`)[^\n]*$|.*\Z)", re.M | re.S)
+# What may follow a closed block as its own: the markers citing it and a full stop, on its line or the next.
+_AFTER_BLOCK = re.compile(r"[ \t]*(?:\n[ \t]*)?(?:\[C:[A-Za-z0-9_\-]+\][ \t]*)*[.!?]?")
 
 
 class CitationError(ValueError):
@@ -32,14 +35,19 @@ def split_sentences(text: str) -> list[str]:
 
     ASCII terminators end a sentence only before white space (so `8.5` and `app.py` stay whole);
     CJK and Indic terminators end one wherever they stand. A fenced code block is read whole, to its
-    closing fence (or to the end of a text still arriving): a full stop inside code ends nothing, so an
-    answer's code example stays one piece with its marker after it.
+    closing fence (or to the end of a text still arriving): a full stop inside code ends nothing. A closed
+    block ends its sentence, with the markers and full stop that follow it, so an answer's code example is
+    one piece with its citation and the text after it starts a sentence of its own.
     """
     fences = {m.start(): m.end() for m in _FENCED.finditer(text)}
     sentences, start, i = [], 0, 0
     while i < len(text):
         if i in fences:
             i = fences[i]
+            if i < len(text):  # closed: the block and what cites it end the sentence
+                i = _AFTER_BLOCK.match(text, i).end()  # type: ignore[union-attr]  # it matches the empty string
+                sentences.append(text[start:i].strip())
+                start = i
             continue
         char = text[i]
         if char in _TERMINATORS:

@@ -52,5 +52,9 @@ def test_a_code_block_is_one_sentence_with_its_marker() -> None:
     assert join_sentences(split_sentences(answer)) == answer
     # A block still arriving (a stream) runs to the end of the text, so its sentence is not complete yet.
     assert split_sentences("Run: [C:a].\n\n```bash\nmake test. And") == ["Run: [C:a].", "```bash\nmake test. And"]
+    # A model's own layout: the marker on the closing fence's line, and prose after the block with no full stop
+    # before it. The block still ends its sentence, marker included, and the prose is a sentence of its own.
+    model = "Use this:\n```toml\nport = 7420\n``` [C:a]\nThen restart the server [C:b]."
+    assert split_sentences(model) == ["Use this:\n```toml\nport = 7420\n``` [C:a]", "Then restart the server [C:b]."]
     # Three backticks inside a line are not a fence.
     assert split_sentences("Write ``` in a line. Then stop.") == ["Write ``` in a line.", "Then stop."]
