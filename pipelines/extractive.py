@@ -316,7 +316,8 @@ def answer_text(sentences: Sequence[ScoredSentence], chunks: Sequence[Chunk]) ->
     return join_sentences(parts)
 
 
-_HTML_TAG = re.compile(r"</?[A-Za-z][^>]*>")
+# A tag with attributes (`<font color="...">`): markup that styles text. A placeholder such as `<host>` is not one.
+_HTML_TAG = re.compile(r"<[A-Za-z][\w-]*\s+[\w-]+\s*=\s*[\"']")
 
 
 def introduced_code(text: str) -> dict[str, str]:

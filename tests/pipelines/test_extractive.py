@@ -283,6 +283,11 @@ def test_only_a_sentence_ending_in_a_colon_brings_code_and_never_rendered_html()
     # The terminal session is introduced by a colon too, but it is HTML, not code to copy.
     answer, used = extract_answer("What does the sync command output look like?", [chunk])
     assert "Its output looks like this:" in [s.text for s in used] and "```" not in answer and "<font" not in answer
+    # A placeholder in angle brackets is not HTML: that block is code to show.
+    page = "# Ports { #ports }\n\nPoint the client at the server:\n\n```bash\ncurl http://<host>:7420/health\n```\n"
+    ports = section_chunk(page, "en/ports.md", "ports")
+    answer, _ = extract_answer("How do I point the client at the server?", [ports])
+    assert "```bash\ncurl http://<host>:7420/health\n```" in answer
     # A sentence without a colon brings nothing, even right above a block.
     answer, _ = extract_answer("How many times does the sync command retry a failed upload?", [chunk])
     assert "three times" in answer and "```" not in answer
