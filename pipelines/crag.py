@@ -110,9 +110,10 @@ def knowledge_strips(
     question: str, text: str, min_overlap: int = 1, words: Analyzer = PLAIN, language: str | None = None
 ) -> str:
     """The sentences of a passage sharing at least `min_overlap` content words with the question,
-    in order, each with the code block it introduces; the whole passage when none does (refining must not empty the context). Words are
-    read as the extractive answer reads them (`words`, the `answer_analyzer`; both sides in the
-    passage's `language`), so a sentence the answer would match by its stem is kept for it."""
+    in order, each with the code block it introduces; the whole passage when none does (refining
+    must not empty the context). Words are read as the extractive answer reads them (`words`, the
+    `answer_analyzer`; both sides in the passage's `language`), so a sentence the answer would match
+    by its stem is kept for it."""
     terms = set(question_terms(question, words, language))
     units = prose_units(text)
     kept = [u for u in units if len(terms & set(words(u, language))) >= min_overlap]

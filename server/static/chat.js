@@ -4,8 +4,9 @@ const $ = (id) => document.getElementById(id);
 Ragline.bindTokenField($("token"));
 const MARKER = /\s*\[C:([A-Za-z0-9_\-]+)\]/g;
 
-// A code example arrives as one sentence: its fenced block, then its marker on the next line.
-const FENCED = /^(`{3,}|~{3,})[^\n]*\n([\s\S]*?)\n[ \t]*\1[ \t]*(?=\n|$)/;
+// A code example arrives as one sentence: its fenced block, then its marker (on the next line, or on the
+// closing fence's line as a model may write it); what follows the closing fence is shown as a sentence is.
+const FENCED = /^(`{3,}|~{3,})[^\n]*\n([\s\S]*?)\n[ \t]*\1(?!`)/;
 
 function sentenceNode(text) {
   const fenced = text.match(FENCED);
