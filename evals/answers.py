@@ -20,6 +20,7 @@ from evals.judge import Judge, JudgedAnswer, strip_markers
 from evals.stats import mean
 from pipelines.citations import MARKER, split_sentences
 from pipelines.documents import Chunk
+from pipelines.passage_units import ITEM
 from pipelines.ports import VectorIndex
 
 log = structlog.get_logger(__name__)
@@ -49,8 +50,9 @@ def statements(answer: str) -> list[Statement]:
 
 
 def quoted_in(text: str, sources: Sequence[str]) -> bool:
-    """The normalised text (less its closing punctuation) occurs in one of the normalised sources."""
-    needle = normalise(text).rstrip(".!?。！？ ")
+    """The normalised text (less its closing punctuation, and a list item's bullet, which the answer writes
+    as "-" whatever the source's) occurs in one of the normalised sources."""
+    needle = normalise(ITEM.sub("", text, count=1)).rstrip(".!?。！？ ")
     return bool(needle) and any(needle in normalise(s) for s in sources)
 
 

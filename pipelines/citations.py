@@ -20,6 +20,8 @@ _TRAILER = re.compile(r"[\"')\]]*((?:\s*\[C:[A-Za-z0-9_\-]+\])*)")
 _FENCED = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*(?:\n.*?^[ \t]*\1(?!`)[^\n]*$|.*\Z)", re.M | re.S)
 # What may follow a closed block as its own: the markers citing it and a full stop, on its line or the next.
 _AFTER_BLOCK = re.compile(r"[ \t]*(?:\n[ \t]*)?(?:\[C:[A-Za-z0-9_\-]+\][ \t]*)*[.!?]?")
+# A list item's bullet or number at the start of a line: the item is one sentence, to the end of its line.
+_ITEM = re.compile(r"[ \t]*(?:[-*+]|\d{1,3}[.)])[ \t]")
 
 
 class CitationError(ValueError):
@@ -34,7 +36,9 @@ def split_sentences(text: str) -> list[str]:
     """Sentences of an answer, each keeping the markers that follow its terminator.
 
     ASCII terminators end a sentence only before white space (so `8.5` and `app.py` stay whole);
-    CJK and Indic terminators end one wherever they stand. A fenced code block is read whole, to its
+    CJK and Indic terminators end one wherever they stand. A list item ("- ...", "1. ..." at the start of a
+    line) is one sentence to the end of its line, its number and its inner full stops included: an answer
+    shows each item on a line of its own, with its marker. A fenced code block is read whole, to its
     closing fence (or to the end of a text still arriving): a full stop inside code ends nothing. A closed
     block ends its sentence, with the markers and full stop that follow it, so an answer's code example is
     one piece with its citation and the text after it starts a sentence of its own.
@@ -50,6 +54,12 @@ def split_sentences(text: str) -> list[str]:
                 start = i
             continue
         char = text[i]
+        if (i == 0 or text[i - 1] == "\n") and _ITEM.match(text, i):
+            end = text.find("\n", i)
+            end = len(text) if end < 0 else end
+            sentences.extend(piece for piece in (text[start:i].strip(), text[i:end].strip()) if piece)
+            start = i = end
+            continue
         if char in _TERMINATORS:
             trailer = _TRAILER.match(text, i + 1)
             end = trailer.end() if trailer else i + 1
@@ -69,14 +79,15 @@ def split_sentences(text: str) -> list[str]:
 def join_sentences(sentences: Iterable[str]) -> str:
     """Sentences back into one text: by a space, but a code block on lines of its own, a blank line before and
     after it, so that Markdown shows it as code and `split_sentences` (which sees a fence only at the start of
-    a line) gives the same sentences back."""
-    text, after_block = "", False
+    a line) gives the same sentences back; and a list item ("- ...", "1. ...") on a line of its own, the list
+    set off by blank lines."""
+    text, before = "", ""
     for sentence in sentences:
-        block = _FENCED.match(sentence) is not None
+        kind = "block" if _FENCED.match(sentence) else "item" if _ITEM.match(sentence) else ""
         if text:
-            text += "\n\n" if block or after_block else " "
+            text += " " if kind == before == "" else "\n" if kind == before == "item" else "\n\n"
         text += sentence
-        after_block = block
+        before = kind
     return text
 
 

@@ -17,7 +17,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from pipelines.bm25 import Analyzer
-from pipelines.extractive import PLAIN, introduced_code, prose_units, question_terms
+from pipelines.extractive import PLAIN, question_terms
+from pipelines.passage_units import introduced, prose_units
 
 # Words that only say a sentence is a question or a request; the rewrite drops them.
 FILLER = frozenset(
@@ -110,18 +111,27 @@ def knowledge_strips(
     question: str, text: str, min_overlap: int = 1, words: Analyzer = PLAIN, language: str | None = None
 ) -> str:
     """The sentences of a passage sharing at least `min_overlap` content words with the question,
-    in order, each with the code block it introduces; the whole passage when none does (refining
+    in order, each with the code block or list it introduces; the whole passage when none does (refining
     must not empty the context). Words are read as the extractive answer reads them (`words`, the
     `answer_analyzer`; both sides in the passage's `language`), so a sentence the answer would match
     by its stem is kept for it."""
     terms = set(question_terms(question, words, language))
     units = prose_units(text)
     kept = [u for u in units if len(terms & set(words(u, language))) >= min_overlap]
-    # A kept sentence that introduces a code block keeps its block, after it as in the passage (pipelines/extractive.py).
-    code = introduced_code(text)
-    # One paragraph each, so the strips read back as the units kept: joined by spaces, a unit with no full stop
-    # (one ending in a colon, a table row) ran into the next and made a sentence the passage never had.
-    return "\n\n".join(f"{u}\n\n{code[u]}" if u in code else u for u in kept) if kept else text
+    if not kept:
+        return text
+    # A kept sentence that introduces a block keeps it, after it as in the passage (pipelines/passage_units.py);
+    # a kept item of that list is not kept twice.
+    follows = introduced(text)
+    strips, inside = [], set()
+    for unit in kept:
+        if unit in inside:
+            continue
+        # One paragraph each, so the strips read back as the units kept: joined by spaces, a unit with no full
+        # stop (one ending in a colon, a table row) ran into the next and made a sentence the passage never had.
+        strips.append(f"{unit}\n\n{follows[unit]}" if unit in follows else unit)
+        inside.update(prose_units(follows.get(unit, "")))
+    return "\n\n".join(strips)
 
 
 @dataclass(frozen=True)

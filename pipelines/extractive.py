@@ -24,10 +24,9 @@ the sentences sharing most words with the whole question often answer one ask tw
 English questions paired into two-ask questions (evals/RESULTS.md "Two asks"); the sentence ranker's order
 (below) does not do this.
 
-Units. A passage's prose gives its sentences; a Markdown table gives each data row as one unit, its cells
-joined by " | " (`table_rows`): reference pages keep settings, flags and defaults in tables. Below, "sentence"
-means either. Headings are never quoted, and code blocks only after the sentence that introduces them
-(`introduced_code`): a quoted sentence ending in a colon brings the block that follows it.
+Units. What an answer can quote is in pipelines/passage_units.py: the sentences of a passage's prose and of
+its list items, and its tables' data rows. Below, "sentence" means any of them. A quoted sentence ending in a
+colon brings the code block or the list that follows it (`introduced`).
 
 Words. Question and sentences become terms through an analyzer (`answer_analyzer`): by default the BM25
 `snowball` one, each word stemmed in its text's language and Chinese/Japanese read as character bigrams
@@ -54,17 +53,16 @@ its answers are unchanged.
 
 from __future__ import annotations
 
-import itertools
 import math
-import re
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from pipelines.asks import split_asks
-from pipelines.bm25 import CJK_RUN, Analyzer, analyzer
+from pipelines.bm25 import Analyzer, analyzer
 from pipelines.citations import join_sentences, split_sentences
 from pipelines.documents import Chunk
+from pipelines.passage_units import block_parts, introduced, prose_units
 
 # Words that say what kind of question it is, not what it is about.
 QUESTION_WORDS = frozenset(
@@ -89,12 +87,6 @@ QUESTION_WORDS = frozenset(
         "get",
     ]
 )
-_FENCE = re.compile(r"(```|~~~).*?(\1|\Z)", re.S)
-# Emphasis and code markup, but not the underscores inside identifiers such as RAGLINE_PORT.
-_MARKUP = re.compile(r"[*`]+|(?<!\w)_+|_+(?!\w)|^\s*>+\s?", re.M)
-_LINK = re.compile(r"\[([^\]]+)\]\([^)]*\)")
-_TABLE_RULE = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")  # |---|:--:| under a header
-_CELL_BREAK = re.compile(r"(?<!\\)\|")  # a cell may hold an escaped \|
 
 
 # Scores sentences for one question (higher answers it better), in the sentences' order.
@@ -115,53 +107,6 @@ class ScoredSentence:
     position: int
     score: float
     own: bool = True  # in the chunk's own text, not only in its context
-
-
-def prose_units(text: str) -> list[str]:
-    """The units an answer can quote: sentences of a passage's prose, and the data rows of its tables
-    (`table_rows`). Code blocks and headings are not answers by themselves."""
-    text = _FENCE.sub(" ", text)
-    units = []
-    for block in re.split(r"\n\s*\n", text):
-        lines = [ln for ln in block.splitlines() if not ln.lstrip().startswith("#")]
-        # A block can hold prose and a table with no blank line between them: each run is read as what it is.
-        for is_table, run in itertools.groupby(lines, key=lambda ln: ln.lstrip().startswith("|")):
-            if is_table:
-                units.extend(table_rows(list(run)))
-                continue
-            joined = plain(" ".join(ln.strip().lstrip("-*+ ").strip() for ln in run))
-            units.extend(s for s in split_sentences(joined) if words_in(s) >= 3)
-    return units
-
-
-def plain(text: str) -> str:
-    """Text without emphasis and code markup; links keep their text."""
-    return _LINK.sub(r"\1", _MARKUP.sub("", text))
-
-
-def table_rows(lines: Sequence[str]) -> list[str]:
-    """A Markdown table's data rows, each one unit: its non-empty cells joined by " | ", which is how the row
-    reads in the source with the markup gone, so a quote of it is still found in its chunk.
-
-    Reference pages keep their facts in tables (a setting, its meaning, its default): left out, a question
-    about a setting was answered from the prose around the table, or not at all. The header row (above the
-    `|---|` rule) names columns, not facts, and is left out; a row of a table without a rule is kept."""
-    rule = next((i for i, ln in enumerate(lines) if _TABLE_RULE.match(ln)), -1)
-    rows = []
-    for line in lines[rule + 1 :]:
-        cells = [plain(cell).replace("\\|", "|").strip() for cell in _CELL_BREAK.split(line.strip().strip("|"))]
-        cells = [cell for cell in cells if cell]
-        if words_in(" ".join(cells)) >= 3:  # the bars are not words: "9.4.0 | 18.4.0" is too short
-            rows.append(" | ".join(cells))
-    return rows
-
-
-def words_in(sentence: str) -> float:
-    """About how many words a sentence has: white space separates them, except in Chinese and Japanese,
-    written without spaces, where a word is about two characters. ("仪表板默认监听端口 7420。" is one
-    sentence of several words, not two.)"""
-    runs = CJK_RUN.findall(sentence)
-    return len(CJK_RUN.sub(" ", sentence).split()) + sum(len(run) for run in runs) / 2
 
 
 def question_terms(question: str, words: Analyzer = PLAIN, language: str | None = None) -> list[str]:
@@ -305,34 +250,21 @@ def extract_answer(
 
 
 def answer_text(sentences: Sequence[ScoredSentence], chunks: Sequence[Chunk]) -> str:
-    """The cited sentences in order, each followed by the code block it introduces, if any (`introduced_code`),
-    cited like the sentence: "... you can use the dev command:" is no answer without the command."""
-    parts = []
+    """The cited sentences in order, each followed by the code block or list it introduces, if any
+    (`passage_units.introduced`), cited like the sentence: "... you can use the dev command:" is no answer
+    without the command, nor "The minimum specs are:" without the specs. A quoted item of a list already shown
+    is not said twice."""
+    parts: list[str] = []
+    shown: set[str] = set()
     for s in sentences:
+        if s.text in shown:
+            continue
         parts.append(with_marker(s.text, s.chunk_id))
-        code = introduced_code(chunks[s.rank - 1].generation_text).get(s.text) if s.text.endswith(":") else None
-        if code:
-            parts.append(with_marker(code, s.chunk_id))
+        block = introduced(chunks[s.rank - 1].generation_text).get(s.text) if s.text.endswith(":") else None
+        if block:
+            parts.extend(with_marker(part, s.chunk_id) for part in block_parts(block))
+            shown.update(prose_units(block))
     return join_sentences(parts)
-
-
-# A tag with attributes (`<font color="...">`): markup that styles text. A placeholder such as `<host>` is not one.
-_HTML_TAG = re.compile(r"<[A-Za-z][\w-]*\s+[\w-]+\s*=\s*[\"']")
-
-
-def introduced_code(text: str) -> dict[str, str]:
-    """The fenced code blocks of `text` that a sentence introduces, by that sentence: the last unit of the
-    paragraph right above a block, when it ends with a colon. A block with HTML in it is left out: the
-    docs' rendered terminal sessions (colours as `<font>` tags) are not code a reader can copy."""
-    found: dict[str, str] = {}
-    for fence in _FENCE.finditer(text):
-        block = fence.group(0)
-        if not block.endswith(fence.group(1)) or _HTML_TAG.search(block):
-            continue  # unclosed (cut by the chunk's end), or rendered HTML
-        above = prose_units(re.split(r"\n\s*\n", text[: fence.start()].rstrip())[-1])
-        if above and above[-1].endswith(":"):
-            found.setdefault(above[-1], block)
-    return found
 
 
 def each_ask_answered(

@@ -16,7 +16,9 @@ from pipelines.citations import markers, split_sentences, strip_markers
 from pipelines.extractive import with_marker
 from pipelines.verify import best_support
 
-PROMPT_VERSION = "litellm-v1"
+# Part of the cache namespace: raised when the prompt or the reading of a model's answer changes (v2: a list
+# item is one sentence to the end of its line, pipelines/citations.py), so no answer cached by the old rules is served.
+PROMPT_VERSION = "litellm-v2"
 NO_ANSWER = "NO_ANSWER"
 CLARIFY = "CLARIFY:"
 

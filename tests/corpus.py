@@ -48,6 +48,12 @@ harbor sync --registry https://registry.example.com
 ```
 
 The `harbor prune` command deletes artefacts older than the retention period.
+
+Before it uploads anything, harbor sync checks three things:
+
+- the registry answers at its address
+- the token in `HARBOR_TOKEN` is still valid
+- the disk has room for the downloaded artefacts
 """,
     "notes/skip-me.md": "# Draft\n\nThis page is a draft and must not be indexed.\n",
 }

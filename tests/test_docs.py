@@ -95,6 +95,7 @@ QUESTIONS = [
     ("Does the extractive answer match Chinese questions and stemmed words?", "architecture.md configuration.md"),
     ("How do I start the server?", "quickstart.md"),
     ("Does the extractive answer quote table rows and code examples?", "architecture.md roadmap.md"),
+    ("Does the extractive answer bring the list that a sentence announces?", "architecture.md roadmap.md"),
 ]
 
 

@@ -8,6 +8,9 @@ const MARKER = /\s*\[C:([A-Za-z0-9_\-]+)\]/g;
 // closing fence's line as a model may write it); what follows the closing fence is shown as a sentence is.
 const FENCED = /^(`{3,}|~{3,})[^\n]*\n([\s\S]*?)\n[ \t]*\1(?!`)/;
 
+// A list item ("- ...", "1. ...") arrives as a sentence of its own, on its own line in the answer.
+const ITEM = /^(?:[-*+]|\d{1,3}[.)])\s/;
+
 function sentenceNode(text) {
   const fenced = text.match(FENCED);
   if (fenced) {
@@ -15,7 +18,7 @@ function sentenceNode(text) {
     node.append(...sentenceNode(text.slice(fenced[0].length)).childNodes);
     return node;
   }
-  const node = Ragline.el("p", { class: "sentence" });
+  const node = Ragline.el("p", { class: ITEM.test(text) ? "sentence item" : "sentence" });
   let last = 0;
   for (const match of text.matchAll(MARKER)) {
     node.append(text.slice(last, match.index));

@@ -58,3 +58,22 @@ def test_a_code_block_is_one_sentence_with_its_marker() -> None:
     assert split_sentences(model) == ["Use this:\n```toml\nport = 7420\n``` [C:a]", "Then restart the server [C:b]."]
     # Three backticks inside a line are not a fence.
     assert split_sentences("Write ``` in a line. Then stop.") == ["Write ``` in a line.", "Then stop."]
+
+
+def test_a_list_item_is_one_sentence_to_the_end_of_its_line_and_stands_on_a_line_of_its_own() -> None:
+    answer = (
+        "To upgrade: [C:a].\n\n1. Stop the server [C:a].\n2. Install the new version. Then start it [C:a]."
+        "\n\nIt keeps your data [C:b]."
+    )
+    assert split_sentences(answer) == [
+        "To upgrade: [C:a].",
+        "1. Stop the server [C:a].",  # "1." is the item's number, not a sentence of its own
+        "2. Install the new version. Then start it [C:a].",  # one item, one sentence, released by its marker
+        "It keeps your data [C:b].",
+    ]
+    # Joined again, each item starts a line, and the text after the list a paragraph of its own.
+    assert join_sentences(split_sentences(answer)) == answer
+    # An item starts a sentence even when the text before it has no full stop.
+    assert split_sentences("Do this:\n- edit the file [C:a].") == ["Do this:", "- edit the file [C:a]."]
+    # A number inside a sentence still ends it when a full stop follows, as before.
+    assert split_sentences("The limit is 10. It applies per user.") == ["The limit is 10.", "It applies per user."]

@@ -16,7 +16,8 @@ from pipelines.cleaners import clean_markdown
 from pipelines.crag import knowledge_strips
 from pipelines.documents import Chunk, Document
 from pipelines.embedders import load_embedder
-from pipelines.extractive import extract_answer, marked_units, prose_units, score_sentences
+from pipelines.extractive import extract_answer, marked_units, score_sentences
+from pipelines.passage_units import prose_units
 from pipelines.verify import check_citations
 
 COUNT = load_embedder("bge-small-en-v1.5-int8").count_tokens
@@ -311,3 +312,80 @@ def test_crag_strips_read_back_as_the_units_they_kept() -> None:
     assert prose_units(strips) == ["retention_days | days build logs are kept", "Old build logs are deleted at night."]
     answer, _ = extract_answer("How long are build logs kept?", [replace(chunk, context_text=strips)])
     assert answer and all(quoted_in(s.text, [text]) for s in statements(answer))
+
+
+LISTS_PAGE = """# Small servers { #small }
+
+## Requirements { #requirements }
+
+The minimum specs with which Harbor runs are:
+
+- Linux-based system (ideally Debian-based)
+- 2 GB of RAM + 1 GB of swap
+- 20 GB of available storage
+
+Of the above, disk speed matters most.
+
+## Ban { #ban }
+
+To configure the failed authentication ban:
+
+1. Edit `/etc/harbor/harbor.rb`:
+
+   ```ruby
+   harbor['ban'] = { 'maxretry' => 10, 'bantime' => 3600 }
+   ```
+
+1. Restart Harbor:
+
+   ```shell
+   sudo harbor-ctl restart
+   ```
+
+A banned client receives a 403 error.
+"""
+
+
+def test_a_sentence_that_introduces_a_list_brings_every_item_cited_on_a_line_of_its_own() -> None:
+    chunk = section_chunk(LISTS_PAGE, "en/small.md", "requirements")
+    answer, used = extract_answer("What are the minimum specs to run Harbor?", [chunk], words=analyzer("snowball"))
+    marker = f"[C:{chunk.chunk_id}]"
+    assert used[0].text == "The minimum specs with which Harbor runs are:"
+    assert answer.startswith(
+        f"The minimum specs with which Harbor runs are: {marker}.\n\n"
+        f"- Linux-based system (ideally Debian-based) {marker}.\n"
+        f"- 2 GB of RAM + 1 GB of swap {marker}.\n"
+        f"- 20 GB of available storage {marker}."
+    )
+    assert_released_quoted_and_supported(answer, chunk)
+    # An item is a unit too: a question that asks for it quotes it, and it is not said again after its list.
+    answer, used = extract_answer(
+        "What are the minimum specs to run Harbor, and how much available storage does it need?",
+        [chunk],
+        words=analyzer("snowball"),
+    )
+    assert "20 GB of available storage" in [s.text for s in used]
+    assert answer.count("20 GB of available storage") == 1
+
+
+def test_numbered_steps_come_with_the_code_of_each_step() -> None:
+    chunk = section_chunk(LISTS_PAGE, "en/small.md", "ban")
+    answer, _ = extract_answer("How do I configure the failed authentication ban?", [chunk], words=analyzer("snowball"))
+    marker = f"[C:{chunk.chunk_id}]"
+    assert (
+        f"To configure the failed authentication ban: {marker}.\n\n1. Edit /etc/harbor/harbor.rb: {marker}." in answer
+    )
+    assert f"```ruby\nharbor['ban'] = {{ 'maxretry' => 10, 'bantime' => 3600 }}\n```\n{marker}." in answer
+    assert f"1. Restart Harbor: {marker}.\n\n```shell\nsudo harbor-ctl restart\n```" in answer
+    released, dropped = validate(answer, [chunk.chunk_id])
+    assert not dropped and "1. Restart Harbor: " + marker + "." in [s.text for s in released]
+    assert_released_quoted_and_supported(answer, chunk)
+
+
+def test_crag_strips_keep_the_list_a_kept_sentence_introduces_once() -> None:
+    chunk = section_chunk(LISTS_PAGE, "en/small.md", "requirements")
+    question = "What are the minimum specs and storage to run Harbor?"
+    strips = knowledge_strips(question, chunk.generation_text, words=analyzer("snowball"), language="en")
+    assert strips.count("20 GB of available storage") == 1 and "- 2 GB of RAM" in strips
+    answer, _ = extract_answer(question, [replace(chunk, context_text=strips)], words=analyzer("snowball"))
+    assert "- 2 GB of RAM + 1 GB of swap [C:" in answer

@@ -71,6 +71,19 @@ def test_chat_and_console_in_a_real_browser(live_url: str, browser: webdriver.Ch
     assert code == "harbor sync --registry https://registry.example.com"
     assert browser.find_elements(By.CSS_SELECTOR, "#answer .sentence.code .cite")
 
+    # A sentence that introduces a list brings its items, each on a line of its own with its citation.
+    question.clear()
+    question.send_keys("What does harbor sync check before it uploads anything?")
+    browser.find_element(By.ID, "ask").click()
+    wait.until(ec.text_to_be_present_in_element((By.ID, "answer"), "room for the downloaded artefacts"))
+    items = browser.find_elements(By.CSS_SELECTOR, "#answer .sentence.item")
+    assert [item.text.split("[source]")[0] for item in items] == [
+        "- the registry answers at its address",
+        "- the token in HARBOR_TOKEN is still valid",
+        "- the disk has room for the downloaded artefacts",
+    ]
+    assert all(item.find_elements(By.CSS_SELECTOR, ".cite") for item in items)
+
     browser.get(live_url + "/console")
     token = browser.find_element(By.ID, "token")
     token.clear()
