@@ -149,12 +149,14 @@ def clean_markdown(text: str, document_id: str = "", root: Path | None = None) -
         if _ADMONITION_CLOSE.match(stripped):
             continue
         alert = _ALERT.match(stripped)
+        # An alert inside a list item keeps the item's indent: at the margin it would end the list there.
+        indent = line[: len(line) - len(line.lstrip())]
         if alert:
             in_alert = True
-            lines.append(f"**{alert.group(1).capitalize()}:** {alert.group(2)}".rstrip())
+            lines.append(f"{indent}**{alert.group(1).capitalize()}:** {alert.group(2)}".rstrip())
             continue
         if in_alert and stripped.startswith(">"):
-            lines.append(stripped[1:].strip())
+            lines.append(indent + stripped[1:].strip())
             continue
         in_alert = False
         short = shortcode_line(line)

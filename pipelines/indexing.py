@@ -36,6 +36,10 @@ from pipelines.sources import is_remote, load_source, local_root
 from pipelines.sources.web import FetchPolicy
 
 ANALYZER_VERSION = "bm25-analyzer-v1"
+# What a document becomes, cleaned and chunked: raised when a change to either gives other chunks from the same
+# source, so that the next build makes a new version rather than reusing one made by the old rules. 1 (not in the
+# digest, so older versions keep theirs): until 2026-12-01; 2: an alert inside a list item keeps the item's indent.
+PROCESSING_VERSION = 2
 log = structlog.get_logger(__name__)
 Progress = Callable[[int, int], None]
 
@@ -108,6 +112,7 @@ class BuildRequest:
             "include": list(self.include),
             "exclude": list(self.exclude),
             "analyzer": ANALYZER_VERSION,
+            **({"processing": PROCESSING_VERSION} if PROCESSING_VERSION > 1 else {}),
         }
 
     def settings_digest(self, fingerprint: str) -> str:

@@ -8,6 +8,7 @@ from pathlib import Path
 import pytest
 
 from assets.build import BuildFailed, build_index, dagster_instance
+from pipelines import indexing
 from pipelines.indexing import BuildRequest
 from pipelines.ports import StoreUnavailable
 from pipelines.profiles import Stores
@@ -45,6 +46,16 @@ def test_unchanged_source_is_not_rebuilt_and_a_change_makes_a_new_version(
     assert changed.built and changed.version != built.version
     states = {v.version: v.state for v in stores.registry.versions()}
     assert states == {built.version: "retired", changed.version: "active"}
+
+
+def test_an_upgrade_that_cleans_or_chunks_otherwise_makes_a_new_version(
+    settings: Settings, stores: Stores, built, monkeypatch: pytest.MonkeyPatch
+) -> None:  # type: ignore[no-untyped-def]
+    # The same source, processed by newer rules: reusing the old version would keep the old chunks.
+    monkeypatch.setattr(indexing, "PROCESSING_VERSION", indexing.PROCESSING_VERSION + 1)
+    upgraded = build_index(settings, stores, BuildRequest.from_settings(settings))
+    assert upgraded.built and upgraded.version != built.version
+    assert stores.registry.active().version == upgraded.version  # type: ignore[union-attr]
 
 
 def test_a_failing_check_leaves_the_active_index_alone(settings: Settings, stores: Stores, built, corpus: Path) -> None:  # type: ignore[no-untyped-def]

@@ -7,6 +7,7 @@ from pathlib import Path
 from pipelines.cleaners import clean_document, clean_markdown
 from pipelines.documents import Document
 from pipelines.language import detect_language, folder_language
+from pipelines.passage_units import block_parts, introduced
 
 
 def page(doc_id: str, text: str) -> Document:
@@ -48,6 +49,15 @@ def test_hugo_front_matter_shortcodes_and_alerts() -> None:
     assert "**Warning:**" in clean and "Back up first." in clean and "- Tier: Free" in clean
     assert "**Note:**\nRuns on Linux.\nAnd macOS." in clean and "**Debian:**" in clean
     assert "| `concurrent` | jobs at once |" in clean
+
+
+def test_an_alert_inside_a_list_item_stays_in_the_list() -> None:
+    text = "To restart the runner:\n\n1. Stop the runner.\n\n   > [!note]\n   > It finishes running jobs first.\n\n1. Start it again.\n"
+    clean, _ = clean_markdown(text)
+    assert "   **Note:**\n   It finishes running jobs first." in clean
+    # At the margin the note would end the list, and the steps after it would be lost from the answer.
+    block = introduced(clean)["To restart the runner:"]
+    assert block_parts(block) == ["1. Stop the runner. Note: It finishes running jobs first.", "1. Start it again."]
 
 
 def test_html_keeps_the_main_content_only() -> None:

@@ -19,6 +19,7 @@ from pipelines.embedders import load_embedder
 from pipelines.extractive import extract_answer, marked_units, score_sentences
 from pipelines.passage_units import prose_units
 from pipelines.verify import check_citations
+from tests.pipelines.list_pages import PAGE as PAGE_WITH_LISTS
 
 COUNT = load_embedder("bge-small-en-v1.5-int8").count_tokens
 
@@ -314,40 +315,8 @@ def test_crag_strips_read_back_as_the_units_they_kept() -> None:
     assert answer and all(quoted_in(s.text, [text]) for s in statements(answer))
 
 
-LISTS_PAGE = """# Small servers { #small }
-
-## Requirements { #requirements }
-
-The minimum specs with which Harbor runs are:
-
-- Linux-based system (ideally Debian-based)
-- 2 GB of RAM + 1 GB of swap
-- 20 GB of available storage
-
-Of the above, disk speed matters most.
-
-## Ban { #ban }
-
-To configure the failed authentication ban:
-
-1. Edit `/etc/harbor/harbor.rb`:
-
-   ```ruby
-   harbor['ban'] = { 'maxretry' => 10, 'bantime' => 3600 }
-   ```
-
-1. Restart Harbor:
-
-   ```shell
-   sudo harbor-ctl restart
-   ```
-
-A banned client receives a 403 error.
-"""
-
-
 def test_a_sentence_that_introduces_a_list_brings_every_item_cited_on_a_line_of_its_own() -> None:
-    chunk = section_chunk(LISTS_PAGE, "en/small.md", "requirements")
+    chunk = section_chunk(PAGE_WITH_LISTS, "en/small.md", "requirements")
     answer, used = extract_answer("What are the minimum specs to run Harbor?", [chunk], words=analyzer("snowball"))
     marker = f"[C:{chunk.chunk_id}]"
     assert used[0].text == "The minimum specs with which Harbor runs are:"
@@ -355,7 +324,10 @@ def test_a_sentence_that_introduces_a_list_brings_every_item_cited_on_a_line_of_
         f"The minimum specs with which Harbor runs are: {marker}.\n\n"
         f"- Linux-based system (ideally Debian-based) {marker}.\n"
         f"- 2 GB of RAM + 1 GB of swap {marker}.\n"
-        f"- 20 GB of available storage {marker}."
+        f"- 20 GB of available storage {marker}.\n"
+        f"- A storage with a good random I/O performance, in order of preference: {marker}.\n"
+        f"- SSD {marker}.\n"
+        f"- HDD {marker}."
     )
     assert_released_quoted_and_supported(answer, chunk)
     # An item is a unit too: a question that asks for it quotes it, and it is not said again after its list.
@@ -369,7 +341,7 @@ def test_a_sentence_that_introduces_a_list_brings_every_item_cited_on_a_line_of_
 
 
 def test_numbered_steps_come_with_the_code_of_each_step() -> None:
-    chunk = section_chunk(LISTS_PAGE, "en/small.md", "ban")
+    chunk = section_chunk(PAGE_WITH_LISTS, "en/small.md", "ban")
     answer, _ = extract_answer("How do I configure the failed authentication ban?", [chunk], words=analyzer("snowball"))
     marker = f"[C:{chunk.chunk_id}]"
     assert (
@@ -383,7 +355,7 @@ def test_numbered_steps_come_with_the_code_of_each_step() -> None:
 
 
 def test_crag_strips_keep_the_list_a_kept_sentence_introduces_once() -> None:
-    chunk = section_chunk(LISTS_PAGE, "en/small.md", "requirements")
+    chunk = section_chunk(PAGE_WITH_LISTS, "en/small.md", "requirements")
     question = "What are the minimum specs and storage to run Harbor?"
     strips = knowledge_strips(question, chunk.generation_text, words=analyzer("snowball"), language="en")
     assert strips.count("20 GB of available storage") == 1 and "- 2 GB of RAM" in strips

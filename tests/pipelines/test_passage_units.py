@@ -4,34 +4,7 @@ introduces: the code block or the list after a colon."""
 from __future__ import annotations
 
 from pipelines.passage_units import block_parts, introduced, prose_units
-
-STEPS = """To configure the authentication ban:
-
-1. Edit `/etc/harbor/harbor.rb`:
-
-   ```ruby
-   harbor['ban'] = { 'maxretry' => 10, 'bantime' => 3600 }
-   ```
-
-1. Restart Harbor:
-
-   ```shell
-   sudo harbor-ctl restart
-   ```
-
-A banned client receives a 403 error.
-"""
-
-SPECS = """The minimum specs with which Harbor runs are:
-
-- Linux-based system (ideally Debian-based)
-- 2 GB of RAM + 1 GB of swap
-- A storage with a good random I/O performance, in order of preference:
-  - [SSD](https://example.com/ssd)
-  - HDD
-
-Of the above, disk speed matters most.
-"""
+from tests.pipelines.list_pages import SPECS, STEPS
 
 
 def test_each_list_item_is_a_unit_of_its_own_without_its_bullet_or_number() -> None:
@@ -57,6 +30,7 @@ def test_a_colon_sentence_introduces_the_list_after_it_and_the_list_ends_at_the_
     assert block_parts(block) == [
         "- Linux-based system (ideally Debian-based)",
         "- 2 GB of RAM + 1 GB of swap",
+        "- 20 GB of available storage",
         "- A storage with a good random I/O performance, in order of preference:",
         "- SSD",
         "- HDD",
@@ -64,7 +38,7 @@ def test_a_colon_sentence_introduces_the_list_after_it_and_the_list_ends_at_the_
 
 
 def test_numbered_steps_keep_their_numbers_and_their_code_shown_from_the_margin() -> None:
-    block = introduced(STEPS)["To configure the authentication ban:"]
+    block = introduced(STEPS)["To configure the failed authentication ban:"]
     assert "403" not in block  # the paragraph after the list is not the list's
     assert block_parts(block) == [
         "1. Edit /etc/harbor/harbor.rb:",
