@@ -4,6 +4,9 @@ Two sources: `RAGLINE_TOKEN` (or, when unset, the token generated into the data 
 holds every scope; `<data dir>/tokens.json` lists further tokens by digest with their scopes:
 
     {"tokens": [{"name": "ci", "sha256": "<hex digest>", "scopes": ["query"]}]}
+
+A running server reads the file again when it changes (`ragline token add` and `ragline token revoke` replace
+it), so a revoked token stops working at its next request, in every server process, without a restart.
 """
 
 from __future__ import annotations
@@ -17,10 +20,13 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+import structlog
+
 from pipelines.settings import Settings
 
 SCOPES = ("query", "admin")
 TOKENS_FILE = "tokens.json"
+log = structlog.get_logger(__name__)
 
 
 class TokensFileError(ValueError):
@@ -66,36 +72,103 @@ def read_tokens_file(path: Path) -> list[Principal]:
     return principals
 
 
+def _stored(path: Path) -> list[dict[str, object]]:
+    """The tokens file's entries as written (checked: a broken file is an error, not an empty list)."""
+    read_tokens_file(path)
+    entries: list[dict[str, object]] = json.loads(path.read_text())["tokens"] if path.exists() else []
+    return entries
+
+
+def _store(path: Path, entries: list[dict[str, object]]) -> None:
+    """Replace the file in one step, so a server reading it sees the old list or the new one, never half."""
+    tmp = path.with_suffix(".tmp")
+    tmp.write_text(json.dumps({"tokens": entries}, indent=2) + "\n")
+    tmp.chmod(0o600)
+    tmp.replace(path)
+
+
 def issue_token(settings: Settings, name: str, scopes: list[str]) -> str:
-    """Add a token to the tokens file and return it; only its digest is stored, so show it once."""
+    """Add a token to the tokens file and return it; only its digest is stored, so show it once. Names are
+    unique, so that `revoke_token` removes exactly the token meant."""
     unknown = set(scopes) - set(SCOPES)
     if unknown or not scopes:
         raise ValueError(f"scopes must be among {list(SCOPES)}, got {scopes}")
     path = settings.data_dir / TOKENS_FILE
-    existing = json.loads(path.read_text())["tokens"] if path.exists() else []
+    existing = _stored(path)
+    if any(entry["name"] == name for entry in existing):
+        raise ValueError(f"a token named {name!r} exists; revoke it first or choose another name")
     token = secrets.token_urlsafe(32)
     existing.append({"name": name, "sha256": token_digest(token), "scopes": sorted(set(scopes))})
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"tokens": existing}, indent=2) + "\n")
-    tmp.chmod(0o600)
-    tmp.replace(path)
+    _store(path, existing)
     return token
 
 
+def revoke_token(settings: Settings, name: str) -> int:
+    """Remove the tokens named `name` from the tokens file; the number removed (a ValueError when none is)."""
+    path = settings.data_dir / TOKENS_FILE
+    existing = _stored(path)
+    kept = [entry for entry in existing if entry["name"] != name]
+    if len(kept) == len(existing):
+        names = sorted({str(entry["name"]) for entry in existing})
+        raise ValueError(f"no token named {name!r}; the tokens file holds {names or 'none'}")
+    _store(path, kept)
+    return len(existing) - len(kept)
+
+
+def list_tokens(settings: Settings) -> list[Principal]:
+    return read_tokens_file(settings.data_dir / TOKENS_FILE)
+
+
 class TokenStore:
-    def __init__(self, principals: list[Principal]) -> None:
-        self._principals = principals
+    """Who a presented token is: the fixed principals (the root token) and those of a tokens file, read again
+    when the file changes (its size, modification time or inode: one `stat` a request). A file that turns
+    invalid while the server runs fails closed: its tokens stop working, the root token still does, and
+    `tokens_file_invalid` is logged, once for each change, until the file is mended."""
+
+    def __init__(self, principals: list[Principal], tokens_file: Path | None = None) -> None:
+        self._fixed = principals
+        self._file = tokens_file
+        self._from_file: list[Principal] = []
+        self._seen: tuple[int, int, int] | None = None
+        self._lock = threading.Lock()
+        if tokens_file is not None:
+            self._from_file = read_tokens_file(tokens_file)  # broken at start: the server does not start
+            self._seen = self._signature()
 
     @classmethod
     def for_settings(cls, settings: Settings) -> TokenStore:
         root = Principal("root", token_digest(load_or_create_token(settings)), frozenset(SCOPES))
-        return cls([root, *read_tokens_file(settings.data_dir / TOKENS_FILE)])
+        return cls([root], settings.data_dir / TOKENS_FILE)
+
+    def _signature(self) -> tuple[int, int, int] | None:
+        assert self._file is not None
+        try:
+            stat = self._file.stat()
+        except FileNotFoundError:
+            return None
+        return (stat.st_mtime_ns, stat.st_size, stat.st_ino)
+
+    def _current(self) -> list[Principal]:
+        if self._file is None:
+            return self._fixed
+        signature = self._signature()
+        if signature != self._seen:
+            with self._lock:
+                if signature != self._seen:
+                    try:
+                        self._from_file = read_tokens_file(self._file)
+                        log.info("tokens_file_reloaded", path=str(self._file), tokens=len(self._from_file))
+                    except (TokensFileError, OSError) as exc:
+                        self._from_file = []
+                        log.error("tokens_file_invalid", path=str(self._file), error=str(exc))
+                    self._seen = signature
+        return [*self._fixed, *self._from_file]
 
     def identify(self, presented: str) -> Principal | None:
         digest = token_digest(presented)
         found = None
         # Compare against every digest so timing does not reveal which (or whether any) matched early.
-        for principal in self._principals:
+        for principal in self._current():
             if hmac.compare_digest(digest, principal.digest):
                 found = principal
         return found

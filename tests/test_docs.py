@@ -96,6 +96,7 @@ QUESTIONS = [
     ("How do I start the server?", "quickstart.md"),
     ("Does the extractive answer quote table rows and code examples?", "architecture.md roadmap.md"),
     ("Does the extractive answer bring the list that a sentence announces?", "architecture.md roadmap.md"),
+    ("How do I revoke an access token?", "operations.md api.md cli.md"),
 ]
 
 

@@ -7,7 +7,7 @@ import sys
 from typing import Any
 
 from pipelines.settings import Settings
-from ragline.cli.common import settings_from, source_options
+from ragline.cli.common import print_json, settings_from, source_options
 
 
 def ensure_index(settings: Settings, stores: Any, force: bool = False) -> Any:
@@ -87,12 +87,48 @@ def cmd_serve(args: argparse.Namespace) -> int:
 
 
 def cmd_token_add(args: argparse.Namespace) -> int:
-    from server.tokens import issue_token
+    from server.tokens import TokensFileError, issue_token
 
     settings = settings_from(args)
-    token = issue_token(settings, args.name, args.scope or ["query"])
+    try:
+        token = issue_token(settings, args.name, args.scope or ["query"])
+    except (ValueError, TokensFileError) as exc:
+        print(f"ragline token add: {exc}", file=sys.stderr)
+        return 1
     print(f"ragline: token {args.name!r} with scopes {args.scope or ['query']} (stored hashed; shown once):")
     print(token)
+    return 0
+
+
+def cmd_token_revoke(args: argparse.Namespace) -> int:
+    from server.tokens import TokensFileError, revoke_token
+
+    try:
+        removed = revoke_token(settings_from(args), args.name)
+    except (ValueError, TokensFileError) as exc:
+        print(f"ragline token revoke: {exc}", file=sys.stderr)
+        return 1
+    # Running servers read the file again at their next request: no restart.
+    print(f"ragline: revoked {removed} token(s) named {args.name!r}; servers refuse it from their next request")
+    return 0
+
+
+def cmd_token_list(args: argparse.Namespace) -> int:
+    from server.tokens import TokensFileError, list_tokens
+
+    try:
+        principals = list_tokens(settings_from(args))
+    except TokensFileError as exc:
+        print(f"ragline token list: {exc}", file=sys.stderr)
+        return 1
+    if args.json:
+        rows = [{"name": p.name, "scopes": sorted(p.scopes), "sha256_prefix": p.digest[:12]} for p in principals]
+        print_json({"tokens": rows})
+        return 0
+    for p in principals:  # the digest's start tells two tokens apart; the token itself is not stored
+        print(f"{p.name}\t{','.join(sorted(p.scopes))}\tsha256 {p.digest[:12]}…")
+    if not principals:
+        print("ragline: no tokens besides the root token", file=sys.stderr)
     return 0
 
 
@@ -110,3 +146,11 @@ def register(commands: Any) -> None:
     add.add_argument("name")
     add.add_argument("--scope", action="append", choices=["query", "admin"], help="repeatable; default: query")
     add.set_defaults(func=cmd_token_add)
+    revoke = token_actions.add_parser(
+        "revoke", help="remove a token from tokens.json; running servers refuse it at once"
+    )
+    revoke.add_argument("name")
+    revoke.set_defaults(func=cmd_token_revoke)
+    listing = token_actions.add_parser("list", help="the tokens of tokens.json: names, scopes, digest prefixes")
+    listing.add_argument("--json", action="store_true")
+    listing.set_defaults(func=cmd_token_list)

@@ -6,7 +6,7 @@ import json
 
 from fastapi.testclient import TestClient
 
-from server.tokens import TokensFileError, TokenStore, read_tokens_file, token_digest
+from server.tokens import TokensFileError, TokenStore, issue_token, read_tokens_file, revoke_token, token_digest
 from tests.server.conftest import ROOT, AppFactory, ServerEnv
 
 QUESTION = {"question": "Which port does the harbor dashboard listen on?"}
@@ -54,6 +54,28 @@ def test_a_broken_tokens_file_is_a_clear_error(tmp_path) -> None:  # type: ignor
         assert "sha256 hex digest" in str(exc)
     else:
         raise AssertionError("a short digest must be refused")
+
+
+def test_a_token_added_or_revoked_takes_effect_without_a_restart(client: TestClient, server_env: ServerEnv) -> None:
+    token = issue_token(server_env.settings, "rotating", ["admin"])
+    assert client.get("/v1/index/versions", headers=server_env.headers(token)).status_code == 200
+    assert revoke_token(server_env.settings, "rotating") == 1
+    assert client.get("/v1/index/versions", headers=server_env.headers(token)).status_code == 401
+    # The other tokens of the file still work.
+    assert client.get("/v1/index/versions", headers=server_env.headers(server_env.admin_token)).status_code == 200
+
+
+def test_a_tokens_file_broken_while_serving_fails_closed(client: TestClient, server_env: ServerEnv) -> None:
+    path = server_env.settings.data_dir / "tokens.json"
+    good = path.read_text()
+    operator, root = server_env.headers(server_env.admin_token), ROOT
+    try:
+        path.write_text('{"tokens": [')  # an editor's half-saved file
+        assert client.get("/v1/index/versions", headers=operator).status_code == 401
+        assert client.get("/v1/index/versions", headers=root).status_code == 200  # the root token still works
+    finally:
+        path.write_text(good)
+    assert client.get("/v1/index/versions", headers=operator).status_code == 200
 
 
 def test_rate_limit_answers_429_with_retry_after(make_client: AppFactory, server_env: ServerEnv) -> None:
@@ -113,3 +135,15 @@ def test_token_add_command_prints_once_and_stores_the_digest(tmp_path) -> None: 
     principal = TokenStore(read_tokens_file(tmp_path / "tokens.json")).identify(token)
     assert principal is not None and principal.name == "ops" and principal.scopes == {"admin"}
     assert token not in (tmp_path / "tokens.json").read_text()
+
+    def ragline(*words: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([sys.executable, "-m", "ragline", *words], env=env, capture_output=True, text=True)
+
+    again = ragline("token", "add", "ops")
+    assert again.returncode == 1 and "a token named 'ops' exists" in again.stderr
+    listed = json.loads(ragline("token", "list", "--json").stdout)
+    assert listed == {"tokens": [{"name": "ops", "scopes": ["admin"], "sha256_prefix": token_digest(token)[:12]}]}
+    assert ragline("token", "revoke", "ops").returncode == 0
+    assert read_tokens_file(tmp_path / "tokens.json") == []
+    missing = ragline("token", "revoke", "ops")
+    assert missing.returncode == 1 and "no token named 'ops'" in missing.stderr
