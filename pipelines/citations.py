@@ -20,6 +20,10 @@ _TRAILER = re.compile(r"[\"')\]]*((?:\s*\[C:[A-Za-z0-9_\-]+\])*)")
 _FENCED = re.compile(r"^[ \t]*(`{3,}|~{3,})[^\n]*(?:\n.*?^[ \t]*\1(?!`)[^\n]*$|.*\Z)", re.M | re.S)
 # What may follow a closed block as its own: the markers citing it and a full stop, on its line or the next.
 _AFTER_BLOCK = re.compile(r"[ \t]*(?:\n[ \t]*)?(?:\[C:[A-Za-z0-9_\-]+\][ \t]*)*[.!?]?")
+# An abbreviation's full stop: after "e.g.", "i.e.", "vs." and "cf." a sentence goes on; after "etc." it ends
+# only before a capital letter ("... logs, metrics, etc. The server ..." ends there; "e.g. FastAPI" does not).
+_ABBREVIATION = re.compile(r"(?<![\w.])(e\.g|i\.e|etc|vs|cf)\.\Z", re.I)
+_NEXT_CHAR = re.compile(r"\s*(\S?)")
 # A list item's bullet or number at the start of a line: the item is one sentence, to the end of its line.
 _ITEM = re.compile(r"[ \t]*(?:[-*+]|\d{1,3}[.)])[ \t]")
 
@@ -36,7 +40,8 @@ def split_sentences(text: str) -> list[str]:
     """Sentences of an answer, each keeping the markers that follow its terminator.
 
     ASCII terminators end a sentence only before white space (so `8.5` and `app.py` stay whole);
-    CJK and Indic terminators end one wherever they stand. A list item ("- ...", "1. ..." at the start of a
+    CJK and Indic terminators end one wherever they stand. The full stop of "e.g.", "i.e.", "vs." and "cf." ends
+    no sentence, that of "etc." only one followed by a capital letter. A list item ("- ...", "1. ..." at the start of a
     line) is one sentence to the end of its line, its number and its inner full stops included: an answer
     shows each item on a line of its own, with its marker. A fenced code block is read whole, to its
     closing fence (or to the end of a text still arriving): a full stop inside code ends nothing. A closed
@@ -60,6 +65,9 @@ def split_sentences(text: str) -> list[str]:
             sentences.extend(piece for piece in (text[start:i].strip(), text[i:end].strip()) if piece)
             start = i = end
             continue
+        if char == "." and _continues_after_abbreviation(text, i):
+            i += 1
+            continue
         if char in _TERMINATORS:
             trailer = _TRAILER.match(text, i + 1)
             end = trailer.end() if trailer else i + 1
@@ -74,6 +82,17 @@ def split_sentences(text: str) -> list[str]:
     if tail:
         sentences.append(tail)
     return sentences
+
+
+def _continues_after_abbreviation(text: str, i: int) -> bool:
+    """The full stop at `i` closes an abbreviation that does not end the sentence there."""
+    found = _ABBREVIATION.search(text, max(0, i - 4), i + 1)
+    if found is None:
+        return False
+    if found.group(1).lower() != "etc":
+        return True
+    following = _NEXT_CHAR.match(text, i + 1).group(1)  # type: ignore[union-attr]  # it matches the empty string
+    return bool(following) and not following.isupper()
 
 
 def join_sentences(sentences: Iterable[str]) -> str:

@@ -77,3 +77,16 @@ def test_a_list_item_is_one_sentence_to_the_end_of_its_line_and_stands_on_a_line
     assert split_sentences("Do this:\n- edit the file [C:a].") == ["Do this:", "- edit the file [C:a]."]
     # A number inside a sentence still ends it when a full stop follows, as before.
     assert split_sentences("The limit is 10. It applies per user.") == ["The limit is 10.", "It applies per user."]
+
+
+def test_an_abbreviation_ends_a_sentence_only_where_a_sentence_ends() -> None:
+    text = "Pass a path, e.g. /items, or a key, i.e. the id. Compare X vs. Y. Logs, metrics, etc. are kept. Logs etc. The end."
+    assert split_sentences(text) == [
+        "Pass a path, e.g. /items, or a key, i.e. the id.",
+        "Compare X vs. Y.",
+        "Logs, metrics, etc. are kept.",
+        "Logs etc.",  # before a capital letter "etc." ends its sentence
+        "The end.",
+    ]
+    # A word that only ends like one is no abbreviation.
+    assert split_sentences("Read the fetc. Then go.") == ["Read the fetc.", "Then go."]
