@@ -121,8 +121,8 @@ class Settings(BaseSettings):
         "ragline", description="Prefix of every cache key (several deployments can share a Redis)."
     )
     cache_ttl_seconds: int = Field(86400, description="Lifetime of an exact-cache entry.")
-    # Raised when the extractive answer's rules change (v2: table rows and code examples; v3: lists, abbreviations), so that a cached
-    # answer made by the old rules is not served after an upgrade.
+    # Raised when the extractive answer's rules change (v2: table rows and code examples; v3: lists,
+    # abbreviations), so that a cached answer made by the old rules is not served after an upgrade.
     prompt_version: str = Field(
         "extractive-v3", description="Version of the answer prompt or extractive rules, part of cache keys."
     )
