@@ -62,7 +62,7 @@ from pipelines.asks import split_asks
 from pipelines.bm25 import Analyzer, analyzer
 from pipelines.citations import join_sentences, split_sentences
 from pipelines.documents import Chunk
-from pipelines.passage_units import block_parts, introduced, prose_units
+from pipelines.passage_units import COLONS, block_parts, introduced, prose_units
 
 # Words that say what kind of question it is, not what it is about.
 QUESTION_WORDS = frozenset(
@@ -260,7 +260,7 @@ def answer_text(sentences: Sequence[ScoredSentence], chunks: Sequence[Chunk]) ->
         if s.text in shown:
             continue
         parts.append(with_marker(s.text, s.chunk_id))
-        block = introduced(chunks[s.rank - 1].generation_text).get(s.text) if s.text.endswith(":") else None
+        block = introduced(chunks[s.rank - 1].generation_text).get(s.text) if s.text.endswith(COLONS) else None
         if block:
             parts.extend(with_marker(part, s.chunk_id) for part in block_parts(block))
             shown.update(prose_units(block))

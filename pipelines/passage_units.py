@@ -31,6 +31,8 @@ ITEM = re.compile(r"^[ \t]*([-*+]|\d{1,3}[.)])[ \t]+")
 # A tag with attributes (`<font color="...">`): markup that styles text. A placeholder such as `<host>` is not one.
 _HTML_TAG = re.compile(r"<[A-Za-z][\w-]*\s+[\w-]+\s*=\s*[\"']")
 _OPENING_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})")
+# What ends a unit that announces a block: a colon, or the full-width one of Chinese and Japanese text.
+COLONS = (":", "：")
 
 
 def prose_units(text: str) -> list[str]:
@@ -138,7 +140,7 @@ def introduced(text: str) -> dict[str, str]:
 def _introduce(found: dict[str, str], text: str, start: int, block: str) -> None:
     """Record `block` (at `start`) under the unit right above it, when that unit ends with a colon."""
     above = prose_units(re.split(r"\n\s*\n", text[:start].rstrip())[-1])
-    if above and above[-1].endswith(":"):
+    if above and above[-1].endswith(COLONS):
         found.setdefault(above[-1], block)
 
 

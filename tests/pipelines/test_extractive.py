@@ -361,3 +361,10 @@ def test_crag_strips_keep_the_list_a_kept_sentence_introduces_once() -> None:
     assert strips.count("20 GB of available storage") == 1 and "- 2 GB of RAM" in strips
     answer, _ = extract_answer(question, [replace(chunk, context_text=strips)], words=analyzer("snowball"))
     assert "- 2 GB of RAM + 1 GB of swap [C:" in answer
+
+
+def test_a_chinese_sentence_ending_in_a_full_width_colon_brings_its_code() -> None:
+    page = "# 服务器 { #server }\n\n## 启动 { #start }\n\n在终端中运行以下命令来启动服务器：\n\n```bash\nharbor serve\n```\n"
+    chunk = replace(section_chunk(page, "zh/server.md", "start"), language="zh")
+    answer, _ = extract_answer("如何启动服务器？", [chunk], words=analyzer("snowball"), language="zh")
+    assert answer.startswith("在终端中运行以下命令来启动服务器： [C:") and "```bash\nharbor serve\n```" in answer

@@ -54,3 +54,10 @@ def test_a_list_inside_code_or_after_a_sentence_without_a_colon_is_introduced_by
     )
     found = introduced(text)
     assert list(found) == ["The file looks like this:"] and found["The file looks like this:"].startswith("```yaml")
+
+
+def test_a_full_width_colon_announces_a_block_too() -> None:
+    text = "在终端中运行以下命令来启动服务器：\n\n```bash\nharbor serve\n```\n\n所需的软件如下：\n\n- Python 3.11\n- Redis 7\n"
+    found = introduced(text)
+    assert found["在终端中运行以下命令来启动服务器："] == "```bash\nharbor serve\n```"
+    assert block_parts(found["所需的软件如下："]) == ["- Python 3.11", "- Redis 7"]
