@@ -157,7 +157,7 @@ def _list_end(lines: Sequence[str], first: int) -> int:
             blank = True
             continue
         elif line.startswith("#") or (blank and not ITEM.match(line) and not line[0].isspace()):
-            break  # code at the margin after a blank line is a block of its own, not the list's
+            break  # a new paragraph (or code) at the margin after a blank line: no longer the list
         elif opening:
             fence = opening.group(1)
         blank = False
