@@ -18,9 +18,8 @@ import structlog
 from evals.golden import GoldenQuestion, evidence_rank, normalise, page_at
 from evals.judge import Judge, JudgedAnswer, strip_markers
 from evals.stats import mean
-from pipelines.citations import MARKER, split_sentences
+from pipelines.citations import LIST_ITEM, MARKER, split_sentences
 from pipelines.documents import Chunk
-from pipelines.passage_units import ITEM
 from pipelines.ports import VectorIndex
 
 log = structlog.get_logger(__name__)
@@ -52,7 +51,7 @@ def statements(answer: str) -> list[Statement]:
 def quoted_in(text: str, sources: Sequence[str]) -> bool:
     """The normalised text (less its closing punctuation, and a list item's bullet, which the answer writes
     as "-" whatever the source's) occurs in one of the normalised sources."""
-    needle = normalise(ITEM.sub("", text, count=1)).rstrip(".!?。！？ ")
+    needle = normalise(LIST_ITEM.sub("", text, count=1)).rstrip(".!?。！？ ")
     return bool(needle) and any(needle in normalise(s) for s in sources)
 
 

@@ -24,8 +24,9 @@ _AFTER_BLOCK = re.compile(r"[ \t]*(?:\n[ \t]*)?(?:\[C:[A-Za-z0-9_\-]+\][ \t]*)*[
 # only before a capital letter ("... logs, metrics, etc. The server ..." ends there; "e.g. FastAPI" does not).
 _ABBREVIATION = re.compile(r"(?<![\w.])(e\.g|i\.e|etc|vs|cf)\.\Z", re.I)
 _NEXT_CHAR = re.compile(r"\s*(\S?)")
-# A list item's bullet or number at the start of a line: the item is one sentence, to the end of its line.
-_ITEM = re.compile(r"[ \t]*(?:[-*+]|\d{1,3}[.)])[ \t]")
+# A list item's bullet or number at the start of a line ("- ", "* ", "+ ", "1. ", "2) "): in an answer the item
+# is one sentence, to the end of its line.
+LIST_ITEM = re.compile(r"^[ \t]*([-*+]|\d{1,3}[.)])[ \t]+", re.M)
 
 
 class CitationError(ValueError):
@@ -59,7 +60,7 @@ def split_sentences(text: str) -> list[str]:
                 start = i
             continue
         char = text[i]
-        if (i == 0 or text[i - 1] == "\n") and _ITEM.match(text, i):
+        if (i == 0 or text[i - 1] == "\n") and LIST_ITEM.match(text, i):
             end = text.find("\n", i)
             end = len(text) if end < 0 else end
             sentences.extend(piece for piece in (text[start:i].strip(), text[i:end].strip()) if piece)
@@ -102,7 +103,7 @@ def join_sentences(sentences: Iterable[str]) -> str:
     set off by blank lines."""
     text, before = "", ""
     for sentence in sentences:
-        kind = "block" if _FENCED.match(sentence) else "item" if _ITEM.match(sentence) else ""
+        kind = "block" if _FENCED.match(sentence) else "item" if LIST_ITEM.match(sentence) else ""
         if text:
             text += " " if kind == before == "" else "\n" if kind == before == "item" else "\n\n"
         text += sentence

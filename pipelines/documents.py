@@ -8,6 +8,8 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
+from pipelines.citations import LIST_ITEM
+
 
 def sha256_text(text: str) -> str:
     return hashlib.sha256(text.encode("utf-8")).hexdigest()
@@ -62,7 +64,7 @@ class Chunk:
         the same for `context_text`). The chunk's anchor when neither places it: a quote not found, a chunk
         indexed before the context carried its sections, or a context rewritten since (CRAG's strips)."""
         extra = self.extra or {}
-        key = plain_text(quoted)[:80]
+        key = plain_text(LIST_ITEM.sub("", quoted, count=1))[:80]  # a list item as the page writes it, bullet aside
         where = find_quote(plain_text(self.text), key)
         if where >= 0:
             return section_at(extra.get("sections"), where) or self.anchor

@@ -18,7 +18,7 @@ import textwrap
 from collections.abc import Sequence
 
 from pipelines.bm25 import CJK_RUN
-from pipelines.citations import split_sentences
+from pipelines.citations import LIST_ITEM, split_sentences
 
 _FENCE = re.compile(r"(```|~~~).*?(\1|\Z)", re.S)
 # Emphasis and code markup, but not the underscores inside identifiers such as RAGLINE_PORT.
@@ -26,8 +26,6 @@ _MARKUP = re.compile(r"[*`]+|(?<!\w)_+|_+(?!\w)|^\s*>+\s?", re.M)
 _LINK = re.compile(r"\[([^\]]+)\]\([^)]*\)")
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")  # |---|:--:| under a header
 _CELL_BREAK = re.compile(r"(?<!\\)\|")  # a cell may hold an escaped \|
-# A list item's bullet or number at the start of a line: "- ", "* ", "+ ", "1. ", "2) ".
-ITEM = re.compile(r"^[ \t]*([-*+]|\d{1,3}[.)])[ \t]+")
 # A tag with attributes (`<font color="...">`): markup that styles text. A placeholder such as `<host>` is not one.
 _HTML_TAG = re.compile(r"<[A-Za-z][\w-]*\s+[\w-]+\s*=\s*[\"']")
 _OPENING_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})")
@@ -61,7 +59,7 @@ def item_runs(lines: Sequence[str], nested: bool = False) -> list[list[str]]:
     top: int | None = None  # the indent of the list's outermost items
     for line in lines:
         indent = len(line) - len(line.lstrip())
-        if ITEM.match(line) and (nested or top is None or indent <= top):
+        if LIST_ITEM.match(line) and (nested or top is None or indent <= top):
             top = indent if top is None else min(top, indent)
             runs.append([line])
         elif runs:
@@ -74,7 +72,7 @@ def item_runs(lines: Sequence[str], nested: bool = False) -> list[list[str]]:
 def item_text(lines: Sequence[str]) -> str:
     """The text of a run of lines (an item's without its bullet) on one line, without markup: a quote in a
     note (`> ...`) loses its `>` on every line."""
-    return " ".join(plain("\n".join(ITEM.sub("", ln, count=1) for ln in lines)).split())
+    return " ".join(plain("\n".join(LIST_ITEM.sub("", ln, count=1) for ln in lines)).split())
 
 
 def plain(text: str) -> str:
@@ -126,7 +124,12 @@ def introduced(text: str) -> dict[str, str]:
     while at < len(lines):
         line, start = lines[at], offset
         in_code = any(a <= start < b for a, b in inside)
-        if not in_code and ITEM.match(line) and not ITEM.match(previous) and not previous.startswith((" ", "\t")):
+        if (
+            not in_code
+            and LIST_ITEM.match(line)
+            and not LIST_ITEM.match(previous)
+            and not previous.startswith((" ", "\t"))
+        ):
             end = _list_end(lines, at)
             _introduce(found, text, start, "\n".join(lines[at:end]).rstrip())
             offset += sum(len(ln) + 1 for ln in lines[at:end])
@@ -156,7 +159,7 @@ def _list_end(lines: Sequence[str], first: int) -> int:
         elif not line.strip():
             blank = True
             continue
-        elif line.startswith("#") or (blank and not ITEM.match(line) and not line[0].isspace()):
+        elif line.startswith("#") or (blank and not LIST_ITEM.match(line) and not line[0].isspace()):
             break  # a new paragraph (or code) at the margin after a blank line: no longer the list
         elif opening:
             fence = opening.group(1)
@@ -179,7 +182,7 @@ def block_parts(block: str) -> list[str]:
                 parts.append(code.strip())
             continue
         for item in item_runs([ln for ln in run.split("\n") if ln.strip()], nested=True):
-            bullet = ITEM.match(item[0])
+            bullet = LIST_ITEM.match(item[0])
             text = item_text(item)
             if bullet and text:
                 mark = bullet.group(1)

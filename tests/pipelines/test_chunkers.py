@@ -240,6 +240,17 @@ def test_a_packed_chunk_links_a_quote_to_its_own_section() -> None:
     assert chunk.anchor_for("A sentence from elsewhere.") == chunk.anchor
 
 
+def test_a_list_item_quoted_with_the_answers_bullet_finds_its_section() -> None:
+    from pipelines.chunkers import chunk_heading_packed
+
+    page = doc(
+        "# Guide\n\n## Install\n\nRun the installer once.\n\n## Ports { #ports }\n\n* port 7420 for the dashboard\n"
+    )
+    (chunk,) = chunk_heading_packed(page, COUNT)
+    # The answer writes every item with "- "; the page wrote "* ", which the plain text drops.
+    assert chunk.anchor_for("- port 7420 for the dashboard") == "ports"
+
+
 def test_a_quote_with_a_link_or_underscore_emphasis_finds_its_section() -> None:
     from pipelines.chunkers import chunk_heading_packed
     from pipelines.documents import find_quote, plain_text
