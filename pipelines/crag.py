@@ -129,8 +129,10 @@ def knowledge_strips(
             continue
         # One paragraph each, so the strips read back as the units kept: joined by spaces, a unit with no full
         # stop (one ending in a colon, a table row) ran into the next and made a sentence the passage never had.
-        strips.append(f"{unit}\n\n{follows[unit]}" if unit in follows else unit)
-        inside.update(prose_units(follows.get(unit, "")))
+        block = follows.get(unit)
+        strips.append(f"{unit}\n\n{block}" if block else unit)
+        if block:
+            inside.update(prose_units(block))
     return "\n\n".join(strips)
 
 

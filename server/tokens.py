@@ -73,10 +73,8 @@ def read_tokens_file(path: Path) -> list[Principal]:
 
 
 def _stored(path: Path) -> list[dict[str, object]]:
-    """The tokens file's entries as written (checked: a broken file is an error, not an empty list)."""
-    read_tokens_file(path)
-    entries: list[dict[str, object]] = json.loads(path.read_text())["tokens"] if path.exists() else []
-    return entries
+    """The tokens file's entries, read once and checked (a broken file is an error, not an empty list)."""
+    return [{"name": p.name, "sha256": p.digest, "scopes": sorted(p.scopes)} for p in read_tokens_file(path)]
 
 
 def _store(path: Path, entries: list[dict[str, object]]) -> None:
