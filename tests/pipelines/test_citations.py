@@ -34,6 +34,9 @@ def test_marker_naming_an_unsupplied_chunk_fails() -> None:
 def test_markers_and_stripping() -> None:
     assert markers("x [C:a-1] y [C:b_2]") == ["a-1", "b_2"]
     assert strip_markers("The port is 7420 [C:a-1].") == "The port is 7420."
+    assert strip_markers("仪表板默认监听端口 7420 [C:a-1]。下一句") == "仪表板默认监听端口 7420。下一句"
+    # The page's own space before a leading dot stays: "method.add_task()" is an identifier no page has.
+    assert strip_markers("Pass it with the method .add_task(): [C:a-1].") == "Pass it with the method .add_task():."
 
 
 CODE = "```python\nimport app.settings\n\n# Set the port. Then start.\nserve(port=7420)\n```"

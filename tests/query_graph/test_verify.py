@@ -33,6 +33,18 @@ def test_support_score_asks_whether_the_text_says_it() -> None:
     assert not check.supported and "content words" in check.reason
 
 
+def test_a_fact_told_of_another_command_is_not_supported() -> None:
+    # What the packaged 1.5B model wrote when asked which port `harbor sync` uses: the passage's port,
+    # given to a command the passage never names. Numbers and identifiers must be in the passage as written.
+    claim = "The `harbor sync` command uses port 7420 by default."
+    assert support_score(claim, PASSAGE) < 0.6
+    assert support_score("Set `HARBOR_PORT` to choose another port.", PASSAGE) == 1.0
+    # An identifier counts where it is written inside a longer one (a path inside a URL).
+    assert (
+        support_score("The docs are at /subapi/docs.", "Open http://127.0.0.1:8000/subapi/docs to see the docs.") == 1.0
+    )
+
+
 def test_support_of_a_chinese_sentence_is_read_in_character_pairs() -> None:
     # Written without spaces: a paraphrase is one run of characters that never occurs whole in the passage.
     passage = "仪表板默认监听端口 7420。设置 HARBOR_PORT 可以换一个端口。"

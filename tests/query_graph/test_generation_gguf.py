@@ -1,0 +1,104 @@
+"""The litellm generator and the `llm` verifier against a real language model: the packaged
+Qwen2.5-Coder-1.5B GGUF behind llama-cpp-python's OpenAI-compatible server on loopback (tests/llm_gguf.py).
+
+The model's words are not asserted, only what the pipeline guarantees whatever a model writes: every
+released sentence carries a valid marker of a supplied passage that supports it (the small model
+seldom writes markers itself, so most are attached after generation), or the reply says it has no
+answer. Temperature 0 keeps a run repeatable on one machine; each test asks the model one to three
+things, about ten seconds each on 2 cores.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from pipelines.citations import markers, split_sentences, strip_markers
+from query_graph.generation import Draft
+from query_graph.streaming import stream_answer
+from tests.llm_gguf import GgufServer, gguf_server
+from tests.query_graph.harbor import Harbor, harbor_index
+
+PORT_Q = "Which port does the harbor dashboard listen on?"
+UNANSWERED_Q = "Which port does harbor sync use to upload artefacts?"
+LITELLM = {"generator": "litellm"}
+
+
+@pytest.fixture(scope="module")
+def harbor(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Harbor]:
+    with harbor_index(tmp_path_factory.mktemp("harbor"), request) as index:
+        yield index
+
+
+@pytest.fixture(scope="module")
+def llm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GgufServer]:
+    with gguf_server(tmp_path_factory.mktemp("llm")) as server:
+        yield server
+
+
+def _settings(llm: GgufServer) -> dict[str, Any]:
+    # 2 cores read a prompt at about 100 tokens a second: the default 30 s deadline is for hosted models.
+    return {"llm_model": llm.model, "llm_api_base": llm.api_base, "llm_deadline_seconds": 120.0}
+
+
+def _released_sentences_are_cited_and_supported(reply: dict[str, Any]) -> None:
+    supplied = {r["chunk_id"] for r in reply["retrieved"]}
+    cited = {c["chunk_id"] for c in reply["citations"]}
+    assert cited and cited <= supplied
+    released = split_sentences(reply["answer"])
+    for sentence in released:
+        assert markers(sentence) and set(markers(sentence)) <= cited, sentence
+    # What verification found unsupported may be reported, never released with that citation.
+    for failed in reply["verification"]["unsupported"]:
+        claim = strip_markers(failed["sentence"])
+        assert not any(strip_markers(s) == claim and failed["chunk_id"] in markers(s) for s in released), failed
+
+
+def test_the_model_answers_with_validated_citations(harbor: Harbor, llm: GgufServer) -> None:
+    reply = harbor.service(**_settings(llm)).answer(PORT_Q, variants=LITELLM)
+    assert reply["status"] == "answered" and reply["generator"] == "litellm", reply
+    assert "7420" in reply["answer"]
+    assert reply["provider"]["role"] == "primary" and not reply["provider"]["fallback_used"]
+    _released_sentences_are_cited_and_supported(reply)
+    assert any(c["document_id"] == "guide/config.md" for c in reply["citations"])
+    assert reply["timings_ms"]["draft_answer"] > 0
+
+
+def test_the_model_streams_validated_sentences_before_the_final_reply(harbor: Harbor, llm: GgufServer) -> None:
+    events = list(stream_answer(harbor.service(**_settings(llm)), PORT_Q, LITELLM))
+    *sentences, final = events
+    assert sentences and all(e["type"] == "sentence" and e["chunk_ids"] for e in sentences)
+    assert final["type"] == "final" and final["status"] == "answered"
+    assert " ".join(e["text"] for e in sentences) == final["answer"]
+    _released_sentences_are_cited_and_supported(final)
+
+
+def test_a_question_the_passages_do_not_answer_releases_no_uncited_claim(harbor: Harbor, llm: GgufServer) -> None:
+    reply = harbor.service(**_settings(llm)).answer(UNANSWERED_Q, variants=LITELLM)
+    print(reply["verification"])
+    assert reply["timings_ms"]["draft_answer"] > 100, "the question reached the model"
+    # The passages give the dashboard's port, not one for harbor sync. This model says "The `harbor sync`
+    # command uses port 7420 by default", citing the ports passage: the command's name is not in it.
+    assert not ("sync" in reply["answer"] and "7420" in reply["answer"]), reply["answer"]
+    if reply["status"] == "answered":  # only what a supplied passage supports may be said
+        _released_sentences_are_cited_and_supported(reply)
+    else:
+        assert reply["status"] == "no_answer" and reply["citations"] == []
+
+
+def test_the_model_as_judge_removes_a_citation_its_passage_does_not_support(
+    harbor: Harbor, llm: GgufServer, tmp_path: Path
+) -> None:
+    retrieved = harbor.service().answer(PORT_Q, variants={"verify": "off"})["retrieved"]
+    ports = next(r["chunk_id"] for r in retrieved if r["anchor"] == "ports")
+    other = next(r["chunk_id"] for r in retrieved if r["document_id"] != "guide/config.md")
+    text = f"The dashboard listens on port 7420 [C:{ports}]. Harbor keeps build logs for 30 days [C:{other}]."
+    reply = harbor.service(**_settings(llm)).answer(
+        PORT_Q, overrides={"draft_answer": Draft(text=text, generator="test")}, variants={"verify": "llm"}
+    )
+    assert reply["verification"]["mode"] == "llm"
+    assert [p["chunk_id"] for p in reply["verification"]["unsupported"]] == [other]
+    assert [c["chunk_id"] for c in reply["citations"]] == [ports]
