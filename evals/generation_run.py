@@ -1,6 +1,7 @@
 """Run golden questions through the query graph with a chosen generator and report how its answers
 came out: statuses, sentences cited by the model itself vs citations attached after generation,
-sentences dropped (no supporting passage), citations removed by verification, and latency.
+sentences dropped (no supporting passage), citations removed by verification or moved to the passage
+that supports their sentence (`recited`), the golden facts present in answers, and latency.
 
     RAGLINE_HOME=<data dir of the index> RAGLINE_LLM_API_BASE=http://127.0.0.1:8080/v1 \\
         python -m evals.generation_run --golden ../shared/golden/fastapi_en.jsonl --limit 10 \\
@@ -18,7 +19,7 @@ from typing import Any
 
 import numpy as np
 
-from evals.golden import load_golden
+from evals.golden import load_golden, normalise
 from pipelines.logs import configure_logging
 from pipelines.profiles import open_stores
 from pipelines.settings import Settings
@@ -35,6 +36,10 @@ def right_kind(rows: list[dict[str, Any]]) -> dict[str, str]:
         if mine:
             out[kind] = f"{sum(r['status'] == status for r in mine)}/{len(mine)}"
     return out
+
+
+def _mean(values: list[float]) -> float | None:
+    return round(sum(values) / len(values), 3) if values else None
 
 
 def main() -> None:
@@ -62,6 +67,9 @@ def main() -> None:
             seconds = time.perf_counter() - started
             verification = reply.get("verification", {})
             sentences = reply["answer"].count("[C:") if reply["status"] == "answered" else 0
+            said = normalise(reply["answer"]) if reply["status"] == "answered" else ""
+            facts = [float(normalise(f) in said) for f in q.facts] if q.expected == "answer" and q.facts else []
+            problems = verification.get("unsupported", [])
             rows.append(
                 {
                     "id": q.id,
@@ -71,11 +79,13 @@ def main() -> None:
                     "cited_sentences": sentences,
                     "attached_citations": verification.get("attached_citations", 0),
                     "dropped_sentences": verification.get("dropped_sentences", 0),
-                    "unsupported": len(verification.get("unsupported", [])),
+                    "unsupported": len(problems),
+                    "recited": sum(p.get("action") == "recited" for p in problems),
+                    "facts_present": round(sum(facts) / len(facts), 3) if facts else None,
                     "provider": (reply.get("provider") or {}).get("model"),
                     "crag_action": (reply.get("crag") or {}).get("action"),
                     "crag_score": ((reply.get("crag") or {}).get("scores") or {}).get("initial"),
-                    "answer": reply["answer"][:300],
+                    "answer": reply["answer"],
                 }
             )
     finally:
@@ -90,6 +100,8 @@ def main() -> None:
         "attached_citations": sum(r["attached_citations"] for r in done),
         "dropped_sentences": sum(r["dropped_sentences"] for r in done),
         "unsupported_citations": sum(r["unsupported"] for r in done),
+        "recited_citations": sum(r["recited"] for r in done),
+        "facts_present": _mean([r["facts_present"] for r in done if r["facts_present"] is not None]),
         "seconds_p50": round(float(np.percentile([r["seconds"] for r in done], 50)), 2) if done else None,
         "variants": args.variants,
         "top_k": args.top_k,

@@ -31,6 +31,8 @@ def terms_of(text: str) -> list[str]:
 _NUMBER = re.compile(r"^\d[\d.,:]*$")
 _IDENTIFIER = re.compile(r"[_.\-/]|[a-z][A-Z]|\d")
 _CODE_SPAN = re.compile(r"`([^`\n]+)`")
+# Words joined by hyphens or slashes: prose writes them either way ("JavaScript/CSS", "JavaScript and CSS").
+_COMPOUND = re.compile(r"[^\W\d_]+(?:[-/][^\W\d_]+)+")
 # Words that carry no claim of their own in an answer sentence.
 _LIGHT = frozenset(
     [
@@ -111,7 +113,14 @@ def support_score(sentence: str, passage: str) -> float:
     exact = exact_terms(sentence)
 
     def found(term: str) -> bool:
-        return term in present or (term in exact and _written_in(term, lowered))
+        if term in present:
+            return True
+        if term not in exact:
+            return False
+        if _written_in(term, lowered):
+            return True
+        # A compound of plain words stands when each word does; a name with `_`, `.` or digits must be whole.
+        return _COMPOUND.fullmatch(term) is not None and all(stem(part) in present for part in re.split(r"[-/]", term))
 
     share = sum(w for t, w in terms.items() if found(t)) / sum(terms.values())
     # A number or identifier the passage does not contain makes the claim wrong however much else

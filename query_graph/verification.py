@@ -16,8 +16,9 @@ from typing import Any
 from hamilton.function_modifiers import config
 
 from pipelines.citations import MARKER, ValidatedSentence, close_gaps, join_sentences, strip_markers
+from pipelines.extractive import with_marker
 from pipelines.llm_harness import GenerationUnavailable, LLMHarness
-from pipelines.verify import Check, check_citations
+from pipelines.verify import Check, best_support, check_citations
 from query_graph.retrieval import Candidate
 from query_graph.sink import release
 from query_graph.validation import ValidatedAnswer
@@ -83,11 +84,29 @@ class SentenceChecker:
         if bad and self.action == "remove":
             gone = {c.chunk_id for c in bad}
             left = [c for c in sentence.chunk_ids if c not in gone]
-            text = MARKER.sub(lambda m: "" if m.group(1) in gone else m.group(0), sentence.text)
-            kept = ValidatedSentence(close_gaps(text), left) if left else None
+            text = close_gaps(MARKER.sub(lambda m: "" if m.group(1) in gone else m.group(0), sentence.text))
+            kept = ValidatedSentence(text, left) if left else self._recited(text, gone, report)
         with self._lock:
             self._memo[sentence.text] = (kept, report)
         return kept, report
+
+    def _recited(self, text: str, gone: set[str], report: list[dict[str, Any]]) -> ValidatedSentence | None:
+        """A sentence whose every citation failed, cited instead to the supplied passage that supports it.
+
+        Small models cite the wrong passage for a true sentence as often as they leave the marker out
+        (the packaged 1.5B model wrote "Set `HARBOR_PORT` to choose another port." citing the command-line
+        page). A sentence without a marker gets the supporting passage's (pipelines/generators_litellm.py);
+        a wrong marker is no better evidence than none, so the sentence is treated the same way, and the
+        report says where its citation went. Lexical only: the judge would be asked once per passage."""
+        if self.mode != "lexical":
+            return None
+        others = [(c, p) for c, p in self.passages.items() if c not in gone]
+        chunk_id, score = best_support(text, others)
+        if chunk_id is None or score < self.min_support:
+            return None
+        for entry in report:
+            entry.update(action="recited", recited_to=chunk_id)
+        return ValidatedSentence(with_marker(text, chunk_id), [chunk_id])
 
     def release(self, index: int, sentence: ValidatedSentence) -> None:
         """Check a sentence and, when it stays, hand it to a streaming caller straight away."""

@@ -17,6 +17,7 @@ from pipelines.indexing import BuildRequest
 from pipelines.profiles import Stores, open_stores
 from pipelines.settings import Settings
 from tests.corpus import write_corpus
+from tests.llm_gguf import GgufServer, gguf_server
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -83,3 +84,10 @@ def built(settings: Settings, stores: Stores):  # type: ignore[no-untyped-def]
     from assets.build import build_index
 
     return build_index(settings, stores, BuildRequest.from_settings(settings))
+
+
+@pytest.fixture(scope="session")
+def gguf_llm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GgufServer]:
+    """The packaged language model behind llama-cpp-python's server on loopback, one for the whole run."""
+    with gguf_server(tmp_path_factory.mktemp("llm")) as server:
+        yield server

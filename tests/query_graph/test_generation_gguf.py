@@ -19,7 +19,7 @@ import pytest
 from pipelines.citations import markers, split_sentences, strip_markers
 from query_graph.generation import Draft
 from query_graph.streaming import stream_answer
-from tests.llm_gguf import GgufServer, gguf_server
+from tests.llm_gguf import GgufServer
 from tests.query_graph.harbor import Harbor, harbor_index
 
 PORT_Q = "Which port does the harbor dashboard listen on?"
@@ -34,9 +34,8 @@ def harbor(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequ
 
 
 @pytest.fixture(scope="module")
-def llm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GgufServer]:
-    with gguf_server(tmp_path_factory.mktemp("llm")) as server:
-        yield server
+def llm(gguf_llm: GgufServer) -> GgufServer:
+    return gguf_llm
 
 
 def _settings(llm: GgufServer) -> dict[str, Any]:

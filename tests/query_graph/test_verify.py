@@ -39,6 +39,10 @@ def test_a_fact_told_of_another_command_is_not_supported() -> None:
     claim = "The `harbor sync` command uses port 7420 by default."
     assert support_score(claim, PASSAGE) < 0.6
     assert support_score("Set `HARBOR_PORT` to choose another port.", PASSAGE) == 1.0
+    # Words joined by a slash or hyphen are prose, written either way; a name with "_" or "." must be whole.
+    css = "Self-hosting the JavaScript and CSS is useful offline."
+    assert support_score("Self-hosting the JavaScript/CSS is useful offline.", css) == 1.0
+    assert support_score("Self-hosting the static_files is useful offline.", css) < 0.6
     # An identifier counts where it is written inside a longer one (a path inside a URL).
     assert (
         support_score("The docs are at /subapi/docs.", "Open http://127.0.0.1:8000/subapi/docs to see the docs.") == 1.0
@@ -73,6 +77,20 @@ def test_lexical_removes_the_unsupported_citation_and_says_why(harbor: Harbor) -
     [problem] = reply["verification"]["unsupported"]
     assert problem["chunk_id"] == other and problem["action"] == "removed" and "30 days" in problem["sentence"]
     assert problem["score"] < 0.6 and reply["verification"]["checked"] == 2
+
+
+def test_a_true_sentence_cited_to_the_wrong_passage_is_cited_to_the_right_one(harbor: Harbor) -> None:
+    _, ports, other = _draft(harbor)
+    draft = Draft(text=f"Set `HARBOR_PORT` to choose another port [C:{other}].", generator="test")
+    reply = _answer(harbor, draft, {"verify": "lexical"})
+    assert reply["answer"] == f"Set `HARBOR_PORT` to choose another port [C:{ports}]."
+    assert [c["chunk_id"] for c in reply["citations"]] == [ports]
+    [problem] = reply["verification"]["unsupported"]
+    assert problem["chunk_id"] == other and problem["action"] == "recited" and problem["recited_to"] == ports
+    # Under `llm` the judge would be asked of every passage: the sentence is dropped instead.
+    with loopback_llm() as judge:
+        judged = _answer(harbor, draft, {"verify": "llm"}, llm_model="openai/judge", llm_api_base=judge.api_base)
+    assert judged["status"] == "no_answer" and judged["verification"]["unsupported"][0]["action"] == "removed"
 
 
 def test_flag_keeps_the_sentence_and_reports_it(harbor: Harbor) -> None:
