@@ -154,7 +154,9 @@ class LLMHarness:
                         model=provider.model,
                         messages=messages,
                         api_base=provider.api_base,
-                        api_key=provider.api_key or "none",
+                        # A loopback server wants no key but litellm's OpenAI client sends none without one;
+                        # a hosted provider without RAGLINE_LLM_API_KEY reads its own variable (OPENAI_API_KEY).
+                        api_key=provider.api_key or ("none" if provider.api_base else None),
                         stream=True,
                         timeout=remaining,
                         max_tokens=max_tokens,

@@ -16,7 +16,7 @@ MODEL="$VENV/models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf"
 
 test -x "$VENV/bin/python" || "$PYTHON" -m venv "$VENV"
 if ! "$VENV/bin/python" -m pip show --quiet llama-cpp-python >/dev/null 2>&1; then
-    echo "local-llm: building llama-cpp-python (several minutes, once per machine)" >&2
+    echo "local-llm: installing llama-cpp-python (the first time on a machine it compiles, about 10 minutes)" >&2
 fi
 CMAKE_ARGS="-DGGML_NATIVE=OFF -DGGML_AVX2=ON -DGGML_FMA=ON -DGGML_F16C=ON -DGGML_AVX512=OFF -DGGML_AMX_INT8=OFF -DGGML_AMX_TILE=OFF" \
     "$VENV/bin/python" -m pip install --quiet -c requirements-llm.lock "llama-cpp-python[server]"

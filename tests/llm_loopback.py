@@ -74,6 +74,7 @@ class LoopbackLLM:
         self.mode, self.token_delay = mode, token_delay
         self.script: list[str] = []  # behaviour of the next requests: ok | fail | hang | break
         self.requests = 0
+        self.authorizations: list[str | None] = []  # each request's Authorization header
         self.tokens_sent = 0
         self.disconnected = threading.Event()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -96,6 +97,7 @@ class LoopbackLLM:
             def do_POST(self) -> None:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
                 llm.requests += 1
+                llm.authorizations.append(self.headers.get("Authorization"))
                 behaviour = llm.script.pop(0) if llm.script else "ok"
                 if behaviour == "fail":
                     payload = json.dumps({"error": {"message": "scripted failure", "type": "server_error"}}).encode()

@@ -97,6 +97,8 @@ QUESTIONS = [
     ("Does the extractive answer quote table rows and code examples?", "architecture.md roadmap.md"),
     ("Does the extractive answer bring the list that a sentence announces?", "architecture.md roadmap.md"),
     ("How do I revoke an access token?", "operations.md api.md cli.md"),
+    ("How do I serve the packaged local language model?", "operations.md configuration.md"),
+    ("What happens to a sentence that cites the wrong passage?", "architecture.md api.md configuration.md"),
 ]
 
 

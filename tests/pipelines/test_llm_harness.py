@@ -35,6 +35,16 @@ def test_streams_tokens_from_a_real_server() -> None:
     assert stream.provider is not None and stream.provider.role == "primary"
 
 
+def test_a_provider_without_a_key_of_ours_uses_its_own_environment(monkeypatch: pytest.MonkeyPatch) -> None:
+    with loopback_llm() as llm:
+        list(harness(Provider("openai/loopback", llm.api_base)).stream(MESSAGES))  # a local server: no key
+        # A hosted provider: litellm finds both its address and its key in the provider's own variables.
+        monkeypatch.setenv("OPENAI_BASE_URL", llm.api_base)
+        monkeypatch.setenv("OPENAI_API_KEY", "sk-from-the-environment")
+        list(harness(Provider("openai/loopback")).stream(MESSAGES))
+    assert llm.authorizations == ["Bearer none", "Bearer sk-from-the-environment"]
+
+
 def test_retries_a_failing_provider_then_succeeds() -> None:
     with loopback_llm() as llm:
         llm.script = ["fail", "fail"]
