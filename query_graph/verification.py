@@ -93,9 +93,8 @@ class SentenceChecker:
     def _recited(self, text: str, gone: set[str], report: list[dict[str, Any]]) -> ValidatedSentence | None:
         """A sentence whose every citation failed, cited instead to the supplied passage that supports it.
 
-        Small models cite the wrong passage for a true sentence as often as they leave the marker out
-        (the packaged 1.5B model wrote "Set `HARBOR_PORT` to choose another port." citing the command-line
-        page). A sentence without a marker gets the supporting passage's (pipelines/generators_litellm.py);
+        Small models leave markers out, and sometimes cite the wrong passage for a true sentence (the
+        packaged 1.5B model wrote "Set `HARBOR_PORT` to choose another port." citing the command-line page). A sentence without a marker gets the supporting passage's (pipelines/generators_litellm.py);
         a wrong marker is no better evidence than none, so the sentence is treated the same way, and the
         report says where its citation went. Lexical only: the judge would be asked once per passage."""
         if self.mode != "lexical":
