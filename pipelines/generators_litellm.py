@@ -3,7 +3,7 @@
 The prompt asks for context-only answers with `[C:<chunk_id>]` markers, a false premise corrected
 (with a citation) rather than refused, a clarifying question for a vague request, and a fixed reply
 when the context does not answer. Small local models often leave markers out, so a sentence without
-one gets the marker of the passage that supports it best (`pipelines.verify.best_support`), or is
+one gets the marker of the passage that supports it best (`pipelines.verify.supporting_passage`), or is
 not released at all.
 """
 
@@ -14,7 +14,7 @@ from dataclasses import dataclass
 
 from pipelines.citations import markers, split_sentences, strip_markers
 from pipelines.extractive import with_marker
-from pipelines.verify import best_support
+from pipelines.verify import supporting_passage
 
 # Part of the cache namespace: raised when the prompt or the reading of a model's answer changes (v2: a list
 # item is one sentence to the end of its line, pipelines/citations.py), so no answer cached by the old rules is served.
@@ -68,10 +68,8 @@ def attach_citation(sentence: str, passages: Sequence[Passage], min_support: flo
     """The sentence with a marker: its own, else the best-supporting passage's; None when none supports it."""
     if markers(sentence):
         return sentence
-    chunk_id, score = best_support(sentence, [(p.chunk_id, p.text) for p in passages])
-    if chunk_id is None or score < min_support:
-        return None
-    return with_marker(strip_markers(sentence), chunk_id)
+    chunk_id = supporting_passage(sentence, [(p.chunk_id, p.text) for p in passages], min_support)
+    return with_marker(strip_markers(sentence), chunk_id) if chunk_id else None
 
 
 def classify(text: str) -> str:

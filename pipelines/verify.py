@@ -85,7 +85,7 @@ def claim_terms(sentence: str) -> dict[str, float]:
     """The sentence's content terms with their weights (numbers 3, identifiers 2, words 1)."""
     weights: dict[str, float] = {}
     text = strip_markers(sentence)
-    in_code = {term for span in _CODE_SPAN.findall(text) for term in terms_of(span)}
+    in_code = _code_words(text)
     for raw in re.findall(r"\S+", text):
         for term in terms_of(raw):
             if term in _LIGHT or len(term) < 2:
@@ -96,11 +96,14 @@ def claim_terms(sentence: str) -> dict[str, float]:
     return weights
 
 
+def _code_words(text: str) -> set[str]:
+    return {term for span in _CODE_SPAN.findall(text) for term in terms_of(span) if len(term) >= 2}
+
+
 def exact_terms(sentence: str) -> set[str]:
     """The terms a passage must contain as written: numbers, identifiers, and the words of code spans."""
     text = strip_markers(sentence)
-    named = {t for t in terms_of(text) if _IDENTIFIER.search(t)}
-    return named | {term for span in _CODE_SPAN.findall(text) for term in terms_of(span) if len(term) >= 2}
+    return {t for t in terms_of(text) if _IDENTIFIER.search(t)} | _code_words(text)
 
 
 def support_score(sentence: str, passage: str) -> float:
@@ -109,23 +112,15 @@ def support_score(sentence: str, passage: str) -> float:
     if not terms:
         return 1.0
     present = {stem(t) for t in terms_of(passage)}
-    lowered = plain(passage).lower()  # as an answer quotes it: "the `:80`-backend" is "the :80-backend"
     exact = exact_terms(sentence)
-
-    def found(term: str) -> bool:
-        if term in present:
-            return True
-        if term not in exact:
-            return False
-        if _written_in(term, lowered):
-            return True
-        # A compound of plain words stands when each word does; a name with `_`, `.` or digits must be whole.
-        return _COMPOUND.fullmatch(term) is not None and all(stem(part) in present for part in re.split(r"[-/]", term))
-
-    share = sum(w for t, w in terms.items() if found(t)) / sum(terms.values())
+    missing = exact - present
+    if missing:  # the passage may still write them another way; read it as an answer quotes it, markup gone
+        lowered = plain(passage).lower()
+        present |= {t for t in missing if _written_in(t, lowered) or _compound_in(t, present)}
+    share = sum(w for t, w in terms.items() if t in present) / sum(terms.values())
     # A number or identifier the passage does not contain makes the claim wrong however much else
     # matches (a long sentence with one changed port, version or command name would otherwise pass).
-    if not all(found(t) for t in exact):
+    if not exact <= present:
         share *= 0.5
     return share
 
@@ -133,6 +128,11 @@ def support_score(sentence: str, passage: str) -> float:
 def _written_in(term: str, lowered_passage: str) -> bool:
     """The term stands in the passage as written, inside a longer token too (a path inside a URL)."""
     return re.search(rf"(?<![a-z0-9]){re.escape(term)}(?![a-z0-9])", lowered_passage) is not None
+
+
+def _compound_in(term: str, present: set[str]) -> bool:
+    """A compound of plain words stands when each word does; a name with `_`, `.` or digits must be whole."""
+    return _COMPOUND.fullmatch(term) is not None and all(stem(part) in present for part in re.split(r"[-/]", term))
 
 
 @dataclass(frozen=True)
@@ -154,11 +154,12 @@ def check_citations(sentence: str, cited: Iterable[tuple[str, str]], min_support
     return out
 
 
-def best_support(sentence: str, passages: Iterable[tuple[str, str]]) -> tuple[str | None, float]:
-    """The passage that best supports a sentence (to attach a citation a generator left out)."""
+def supporting_passage(sentence: str, passages: Iterable[tuple[str, str]], min_support: float) -> str | None:
+    """The chunk id of the passage that best supports a sentence, if it scores at least `min_support`: the
+    citation for a sentence whose generator left its marker out, or whose every citation failed."""
     best: tuple[str | None, float] = (None, 0.0)
     for chunk_id, passage in passages:
         score = support_score(sentence, passage)
         if score > best[1]:
             best = (chunk_id, score)
-    return best
+    return best[0] if best[0] is not None and best[1] >= min_support else None

@@ -18,7 +18,7 @@ from hamilton.function_modifiers import config
 from pipelines.citations import MARKER, ValidatedSentence, close_gaps, join_sentences, strip_markers
 from pipelines.extractive import with_marker
 from pipelines.llm_harness import GenerationUnavailable, LLMHarness
-from pipelines.verify import Check, best_support, check_citations
+from pipelines.verify import Check, check_citations, supporting_passage
 from query_graph.retrieval import Candidate
 from query_graph.sink import release
 from query_graph.validation import ValidatedAnswer
@@ -100,8 +100,8 @@ class SentenceChecker:
         if self.mode != "lexical":
             return None
         others = [(c, p) for c, p in self.passages.items() if c not in gone]
-        chunk_id, score = best_support(text, others)
-        if chunk_id is None or score < self.min_support:
+        chunk_id = supporting_passage(text, others, self.min_support)
+        if chunk_id is None:
             return None
         for entry in report:
             entry.update(action="recited", recited_to=chunk_id)

@@ -11,7 +11,6 @@ things, about ten seconds each on 2 cores.
 from __future__ import annotations
 
 from collections.abc import Iterator
-from pathlib import Path
 from typing import Any
 
 import pytest
@@ -33,11 +32,6 @@ def harbor(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequ
         yield index
 
 
-@pytest.fixture(scope="module")
-def llm(gguf_llm: GgufServer) -> GgufServer:
-    return gguf_llm
-
-
 def _settings(llm: GgufServer) -> dict[str, Any]:
     # 2 cores read a prompt at about 100 tokens a second: the default 30 s deadline is for hosted models.
     return {"llm_model": llm.model, "llm_api_base": llm.api_base, "llm_deadline_seconds": 120.0}
@@ -56,8 +50,8 @@ def _released_sentences_are_cited_and_supported(reply: dict[str, Any]) -> None:
         assert not any(strip_markers(s) == claim and failed["chunk_id"] in markers(s) for s in released), failed
 
 
-def test_the_model_answers_with_validated_citations(harbor: Harbor, llm: GgufServer) -> None:
-    reply = harbor.service(**_settings(llm)).answer(PORT_Q, variants=LITELLM)
+def test_the_model_answers_with_validated_citations(harbor: Harbor, gguf_llm: GgufServer) -> None:
+    reply = harbor.service(**_settings(gguf_llm)).answer(PORT_Q, variants=LITELLM)
     assert reply["status"] == "answered" and reply["generator"] == "litellm", reply
     assert "7420" in reply["answer"]
     assert reply["provider"]["role"] == "primary" and not reply["provider"]["fallback_used"]
@@ -66,8 +60,8 @@ def test_the_model_answers_with_validated_citations(harbor: Harbor, llm: GgufSer
     assert reply["timings_ms"]["draft_answer"] > 0
 
 
-def test_the_model_streams_validated_sentences_before_the_final_reply(harbor: Harbor, llm: GgufServer) -> None:
-    events = list(stream_answer(harbor.service(**_settings(llm)), PORT_Q, LITELLM))
+def test_the_model_streams_validated_sentences_before_the_final_reply(harbor: Harbor, gguf_llm: GgufServer) -> None:
+    events = list(stream_answer(harbor.service(**_settings(gguf_llm)), PORT_Q, LITELLM))
     *sentences, final = events
     assert sentences and all(e["type"] == "sentence" and e["chunk_ids"] for e in sentences)
     assert final["type"] == "final" and final["status"] == "answered"
@@ -75,8 +69,8 @@ def test_the_model_streams_validated_sentences_before_the_final_reply(harbor: Ha
     _released_sentences_are_cited_and_supported(final)
 
 
-def test_a_question_the_passages_do_not_answer_releases_no_uncited_claim(harbor: Harbor, llm: GgufServer) -> None:
-    reply = harbor.service(**_settings(llm)).answer(UNANSWERED_Q, variants=LITELLM)
+def test_a_question_the_passages_do_not_answer_releases_no_uncited_claim(harbor: Harbor, gguf_llm: GgufServer) -> None:
+    reply = harbor.service(**_settings(gguf_llm)).answer(UNANSWERED_Q, variants=LITELLM)
     print(reply["verification"])
     assert reply["timings_ms"]["draft_answer"] > 100, "the question reached the model"
     # The passages give the dashboard's port, not one for harbor sync. This model says "The `harbor sync`
@@ -89,13 +83,13 @@ def test_a_question_the_passages_do_not_answer_releases_no_uncited_claim(harbor:
 
 
 def test_the_model_as_judge_removes_a_citation_its_passage_does_not_support(
-    harbor: Harbor, llm: GgufServer, tmp_path: Path
+    harbor: Harbor, gguf_llm: GgufServer
 ) -> None:
     retrieved = harbor.service().answer(PORT_Q, variants={"verify": "off"})["retrieved"]
     ports = next(r["chunk_id"] for r in retrieved if r["anchor"] == "ports")
     other = next(r["chunk_id"] for r in retrieved if r["document_id"] != "guide/config.md")
     text = f"The dashboard listens on port 7420 [C:{ports}]. Harbor keeps build logs for 30 days [C:{other}]."
-    reply = harbor.service(**_settings(llm)).answer(
+    reply = harbor.service(**_settings(gguf_llm)).answer(
         PORT_Q, overrides={"draft_answer": Draft(text=text, generator="test")}, variants={"verify": "llm"}
     )
     assert reply["verification"]["mode"] == "llm"
