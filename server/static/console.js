@@ -27,7 +27,12 @@ async function activate(version) {
   }
 }
 
+// Refreshes overlap (page load, every token edit, the button): only the latest may write the page, or a
+// slow reply to an older token (say the empty one while the field was cleared) shows its error last.
+let latest = 0;
+
 async function refresh() {
+  const mine = ++latest;
   $("problem").textContent = "";
   try {
     const [versions, stats, evals] = await Promise.all([
@@ -35,6 +40,7 @@ async function refresh() {
       Ragline.json("GET", "/v1/admin/stats"),
       Ragline.json("GET", "/v1/admin/evals/latest"),
     ]);
+    if (mine !== latest) return;
     table(
       $("versions"),
       ["version", "state", "documents", "chunks", "strategies", "created", ""],
@@ -69,7 +75,7 @@ async function refresh() {
         el("pre", {}, JSON.stringify(evals.results, null, 2).slice(0, 4000))
       );
   } catch (err) {
-    $("problem").textContent = err.message;
+    if (mine === latest) $("problem").textContent = err.message;
   }
 }
 
