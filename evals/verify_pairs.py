@@ -1,7 +1,11 @@
-"""Measure the lexical citation check on labelled (sentence, passage, supported?) pairs.
+"""Measure the citation checks on labelled (sentence, passage, supported?) pairs.
 
     python -m evals.verify_pairs [--golden ../shared/golden/fastapi_en.jsonl ../shared/golden/gitlab_en.jsonl]
-        [--corpora ../shared/corpora] [--threshold 0.6]
+        [--corpora ../shared/corpora] [--threshold 0.6] [--verifiers lexical,llm] [--out FILE.json]
+
+`lexical` is `pipelines.verify.support_score` at the threshold; `llm` is the `verify=llm` judge
+(`pipelines.verify.judge_support`) with the generator's model and server from the `RAGLINE_LLM_*`
+settings, as a server would run it; `lexical+llm` counts a pair supported only when both say so.
 
 Pairs are built from the golden sets' evidence (no language model involved):
 - supported: the page sentence holding a question's evidence, with the paragraph it stands in;
@@ -11,7 +15,8 @@ Pairs are built from the golden sets' evidence (no language model involved):
   page); and the evidence sentence with one of its numbers changed, against its own paragraph
   (the "related but wrong" case a similarity score would pass), and with one of its identifiers
   (`root_path`, `gitlab.rb`, `/subapi`) swapped for another question's, against its own paragraph
-  (the right fact told of another setting or command).
+  (the right fact told of another setting or command); and the evidence sentence negated ("is" ->
+  "is not", "cannot" -> "can"), against its own paragraph: every word is there, the claim is reversed.
 Reported: precision and recall of `supported` at the threshold, and a sweep of thresholds.
 """
 
@@ -20,11 +25,21 @@ from __future__ import annotations
 import argparse
 import json
 import re
+import time
+from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
+
+import structlog
 
 from evals.golden import load_golden, normalise
-from pipelines.verify import support_score
+from pipelines.llm_harness import LLMHarness
+from pipelines.logs import configure_logging
+from pipelines.settings import Settings
+from pipelines.verify import judge_support, support_score
+
+log = structlog.get_logger(__name__)
 
 ROOT = Path(__file__).resolve().parent.parent.parent / "shared"
 CORPUS_OF = {"fastapi_en": "fastapi-docs", "gitlab_en": "gitlab-docs"}
@@ -76,6 +91,26 @@ def _swap_identifier(sentence: str, paragraph: str, others: list[str]) -> str | 
     return sentence.replace(own[0], replacement, 1)
 
 
+_NEGATED = {"cannot": "can", "can't": "can", "won't": "will", "doesn't": "does", "don't": "do", "isn't": "is",
+            "aren't": "are", "never": "always"}  # fmt: skip
+_NEGATION = re.compile(r"\b(cannot|can't|won't|doesn't|don't|isn't|aren't|never|not)\b ?", re.I)
+_AUXILIARY = re.compile(r"\b(is|are|was|were|can|must|should|will|does|do|has|have|may)\b", re.I)
+
+
+def _negate(sentence: str) -> str | None:
+    """The sentence with its claim reversed: its first negation taken out, else a `not` after its first
+    auxiliary verb; None when it has neither."""
+    negation = _NEGATION.search(sentence)
+    if negation:
+        word = negation.group(1).lower()
+        kept = _NEGATED.get(word, "")
+        return sentence[: negation.start()] + (f"{kept} " if kept else "") + sentence[negation.end() :]
+    auxiliary = _AUXILIARY.search(sentence)
+    if auxiliary is None:
+        return None
+    return sentence[: auxiliary.end()] + " not" + sentence[auxiliary.end() :]
+
+
 def build_pairs(golden: list[Path], corpora: Path) -> list[Pair]:
     items = []  # (sentence, paragraph, facts sentence or None, window)
     for path in golden:
@@ -110,24 +145,51 @@ def build_pairs(golden: list[Path], corpora: Path) -> list[Pair]:
         swapped = _swap_identifier(sentence, paragraph, others)
         if swapped:
             pairs.append(Pair("evidence with an identifier swapped/own paragraph", swapped, paragraph, False))
+        negated = _negate(sentence)
+        if negated:
+            pairs.append(Pair("evidence negated/own paragraph", negated, paragraph, False))
     return pairs
 
 
-def score(pairs: list[Pair], threshold: float) -> dict[str, float]:
-    predicted = [support_score(p.sentence, p.passage) >= threshold for p in pairs]
-    tp = sum(p and x.supported for p, x in zip(predicted, pairs, strict=True))
-    fp = sum(p and not x.supported for p, x in zip(predicted, pairs, strict=True))
-    fn = sum((not p) and x.supported for p, x in zip(predicted, pairs, strict=True))
-    precision = tp / (tp + fp) if tp + fp else 1.0
-    recall = tp / (tp + fn) if tp + fn else 1.0
+def score(pairs: list[Pair], predicted: list[bool]) -> dict[str, Any]:
+    """Precision and recall of `supported`, and per kind how many pairs the verdicts got right."""
+    truth = [p.supported for p in pairs]
+    tp = sum(p and t for p, t in zip(predicted, truth, strict=True))
+    fp = sum(p and not t for p, t in zip(predicted, truth, strict=True))
+    fn = sum((not p) and t for p, t in zip(predicted, truth, strict=True))
+    by_kind: dict[str, list[int]] = {}
+    for pair, said in zip(pairs, predicted, strict=True):
+        right = by_kind.setdefault(_kind(pair), [0, 0])
+        right[0] += said == pair.supported
+        right[1] += 1
     return {
-        "threshold": threshold,
-        "precision": round(precision, 3),
-        "recall": round(recall, 3),
+        "precision": round(tp / (tp + fp), 3) if tp + fp else 1.0,
+        "recall": round(tp / (tp + fn), 3) if tp + fn else 1.0,
         "tp": tp,
         "fp": fp,
         "fn": fn,
+        "right_by_kind": {kind: f"{right}/{n}" for kind, (right, n) in by_kind.items()},
     }
+
+
+def _kind(pair: Pair) -> str:
+    return f"{pair.kind} ({'supported' if pair.supported else 'unsupported'})"
+
+
+def lexical_at(pairs: list[Pair], threshold: float) -> dict[str, Any]:
+    return {"threshold": threshold} | score(pairs, [support_score(p.sentence, p.passage) >= threshold for p in pairs])
+
+
+def judged(pairs: list[Pair], judge: Callable[[str, str], bool]) -> tuple[list[bool], list[float]]:
+    """Each pair's verdict and the seconds it took, with progress in the log."""
+    verdicts, seconds = [], []
+    for number, pair in enumerate(pairs, start=1):
+        started = time.perf_counter()
+        verdicts.append(judge(pair.sentence, pair.passage))
+        seconds.append(time.perf_counter() - started)
+        if number % 10 == 0 or number == len(pairs):
+            log.info("verify_pairs_progress", done=number, of=len(pairs))
+    return verdicts, seconds
 
 
 def main() -> None:
@@ -140,22 +202,34 @@ def main() -> None:
     )
     parser.add_argument("--corpora", type=Path, default=ROOT / "corpora")
     parser.add_argument("--threshold", type=float, default=0.6)
+    parser.add_argument("--verifiers", default="lexical", help="comma-separated: lexical, llm")
+    parser.add_argument("--out", type=Path)
     args = parser.parse_args()
+    configure_logging("INFO")
     pairs = build_pairs(args.golden, args.corpora)
     kinds: dict[str, list[float]] = {}
     for p in pairs:
-        kinds.setdefault(f"{p.kind} ({'supported' if p.supported else 'unsupported'})", []).append(
-            support_score(p.sentence, p.passage)
-        )
-    report = {
+        kinds.setdefault(_kind(p), []).append(support_score(p.sentence, p.passage))
+    report: dict[str, Any] = {
         "pairs": len(pairs),
         "supported": sum(p.supported for p in pairs),
-        "at_threshold": score(pairs, args.threshold),
-        "sweep": [score(pairs, t / 10) for t in range(3, 10)],
+        "at_threshold": lexical_at(pairs, args.threshold),
+        "sweep": [lexical_at(pairs, t / 10) for t in range(3, 10)],
         "mean_score_by_kind": {k: round(sum(v) / len(v), 3) for k, v in kinds.items()},
         "pairs_by_kind": {k: len(v) for k, v in kinds.items()},
     }
-    print(json.dumps(report, indent=2))
+    if "llm" in args.verifiers.split(","):
+        settings = Settings()
+        harness = LLMHarness.from_settings(settings)
+        verdicts, seconds = judged(pairs, lambda sentence, passage: judge_support(harness, sentence, passage)[0])
+        lexical = [support_score(p.sentence, p.passage) >= args.threshold for p in pairs]
+        report["llm"] = {"model": settings.llm_model, "seconds_p50": round(sorted(seconds)[len(seconds) // 2], 2)}
+        report["llm"] |= score(pairs, verdicts)
+        report["lexical+llm"] = score(pairs, [a and b for a, b in zip(lexical, verdicts, strict=True)])
+    text = json.dumps(report, indent=2)
+    if args.out:
+        args.out.write_text(text + "\n", encoding="utf-8")
+    print(text)
 
 
 if __name__ == "__main__":

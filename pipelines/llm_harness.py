@@ -14,9 +14,12 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import structlog
+
+if TYPE_CHECKING:
+    from pipelines.settings import Settings
 
 log = structlog.get_logger(__name__)
 
@@ -117,6 +120,24 @@ class LLMHarness:
         self.deadline_seconds, self.temperature, self.max_tokens = deadline_seconds, temperature, max_tokens
         self.breakers = {p.name: CircuitBreaker(breaker_failures, breaker_reset_seconds) for p in providers}
         self._random = random.Random(seed)
+
+    @classmethod
+    def from_settings(cls, s: Settings) -> LLMHarness:
+        """The generator's model (`RAGLINE_LLM_*`), then the fallback's when one is set."""
+        providers = [Provider(s.llm_model, s.llm_api_base, s.llm_api_key, "primary")]
+        if s.llm_fallback_model:
+            providers.append(
+                Provider(s.llm_fallback_model, s.llm_fallback_api_base, s.llm_fallback_api_key, "fallback")
+            )
+        return cls(
+            providers,
+            retries=s.llm_retries,
+            backoff_seconds=s.llm_backoff_seconds,
+            deadline_seconds=s.llm_deadline_seconds,
+            breaker_failures=s.llm_breaker_failures,
+            breaker_reset_seconds=s.llm_breaker_reset_seconds,
+            max_tokens=s.answer_max_tokens,
+        )
 
     def _delay(self, attempt: int) -> float:
         """Exponential backoff with full-range jitter (0.5x..1.5x), so retries of many requests spread out."""

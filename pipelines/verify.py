@@ -19,8 +19,13 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 
 from pipelines.bm25 import analyze_snowball
-from pipelines.citations import strip_markers
+from pipelines.citations import split_sentences, strip_markers
+from pipelines.llm_harness import LLMHarness
 from pipelines.passage_units import plain
+
+# Part of the cache namespace: raised when the rules of the lexical check change (v2: identifiers and
+# code-span words must be present; negations must agree), so no answer checked by the old rules is served.
+RULES_VERSION = "verify-v2"
 
 
 def terms_of(text: str) -> list[str]:
@@ -69,6 +74,10 @@ _LIGHT = frozenset(
         "set",
     ]
 )
+# English negations: a sentence that has one and the passage sentence that holds its claim has not (or the
+# other way round) says the opposite with the same words ("0 is forbidden" / "0 is not forbidden").
+_NEGATION = re.compile(r"\b(?:not|never|cannot|no longer|neither|nor)\b|n['’]t\b", re.IGNORECASE)
+_FENCED = re.compile(r"^\s*(```|~~~).*?^\s*\1[^\n]*$", re.MULTILINE | re.DOTALL)
 _SUFFIXES = ("ing", "edly", "ed", "es", "s", "ly", "ment", "ness", "ation")
 
 
@@ -122,7 +131,29 @@ def support_score(sentence: str, passage: str) -> float:
     # matches (a long sentence with one changed port, version or command name would otherwise pass).
     if not exact <= present:
         share *= 0.5
+    if share > 0 and _reversed(sentence, terms, passage):
+        share *= 0.5
     return share
+
+
+def _reversed(sentence: str, terms: dict[str, float], passage: str) -> bool:
+    """The passage sentences holding most of the claim all differ from it in negation: the same words
+    with the opposite meaning. Lexical, English negations only, prose only: a code example is not a
+    claim that can be negated, and a `not` in code negates nothing a sentence says."""
+    text = strip_markers(sentence)
+    if "```" in text:
+        return False
+    negated = _NEGATION.search(text) is not None
+    best, agree = 0.0, False
+    for paragraph in re.split(r"\n\s*\n", plain(_FENCED.sub("\n\n", passage))):
+        for part in split_sentences(paragraph):
+            stems = {stem(t) for t in terms_of(part)}
+            held = sum(w for t, w in terms.items() if t in stems)
+            if held > best:
+                best, agree = held, False
+            if held == best and held > 0:
+                agree = agree or (_NEGATION.search(part) is not None) == negated
+    return best > 0 and not agree
 
 
 def _written_in(term: str, lowered_passage: str) -> bool:
@@ -163,3 +194,19 @@ def supporting_passage(sentence: str, passages: Iterable[tuple[str, str]], min_s
         if score > best[1]:
             best = (chunk_id, score)
     return best[0] if best[0] is not None and best[1] >= min_support else None
+
+
+JUDGE_PROMPT = """Passage:
+{passage}
+
+Sentence: {sentence}
+
+Does the passage state what the sentence says (not merely a related topic)? Answer with one word: yes or no."""
+
+
+def judge_support(harness: LLMHarness, sentence: str, passage: str) -> tuple[bool, str]:
+    """The `llm` check: a language model's yes or no, and its verdict as written. A judge that cannot be
+    reached raises `GenerationUnavailable`: callers fail closed."""
+    prompt = JUDGE_PROMPT.format(passage=passage, sentence=strip_markers(sentence))
+    verdict = harness.complete([{"role": "user", "content": prompt}], max_tokens=3).text.strip()
+    return verdict.lower().startswith("yes"), verdict

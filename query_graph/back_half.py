@@ -13,11 +13,12 @@ from hamilton import driver
 from pipelines.bm25_memory import MemoryBM25Cache
 from pipelines.citations import CitationError, UncitedAnswer
 from pipelines.generators_litellm import PROMPT_VERSION
-from pipelines.llm_harness import GenerationUnavailable, LLMHarness, Provider
+from pipelines.llm_harness import GenerationUnavailable, LLMHarness
 from pipelines.ports import StoreUnavailable
 from pipelines.rerank import CrossEncoderReranker, RerankUnavailable
 from pipelines.settings import Settings
 from pipelines.translations import OriginalsCache
+from pipelines.verify import RULES_VERSION
 from query_graph.driver import DriverCache
 from query_graph.variants import VARIANTS, UnknownVariant, default_variants, resolve_variants
 from query_graph.verification import VerificationUnavailable
@@ -55,21 +56,7 @@ class BackHalf:
     def harness(self) -> LLMHarness:
         with self._lock:
             if self._harness is None:
-                s = self.settings
-                providers = [Provider(s.llm_model, s.llm_api_base, s.llm_api_key, "primary")]
-                if s.llm_fallback_model:
-                    providers.append(
-                        Provider(s.llm_fallback_model, s.llm_fallback_api_base, s.llm_fallback_api_key, "fallback")
-                    )
-                self._harness = LLMHarness(
-                    providers,
-                    retries=s.llm_retries,
-                    backoff_seconds=s.llm_backoff_seconds,
-                    deadline_seconds=s.llm_deadline_seconds,
-                    breaker_failures=s.llm_breaker_failures,
-                    breaker_reset_seconds=s.llm_breaker_reset_seconds,
-                    max_tokens=s.answer_max_tokens,
-                )
+                self._harness = LLMHarness.from_settings(self.settings)
             return self._harness
 
     def inputs(self, variants: dict[str, str], top_k: int) -> dict[str, Any]:
@@ -95,7 +82,9 @@ class BackHalf:
             "verify_action": s.verify_action,
             # Everything that changes an answer is in the cache namespace (DESIGN.md): the variants and
             # every number that changes which passages are found or which sentences are kept.
-            "retrieval_profile": json.dumps({**variants, **answer_settings(s), "top_k": top_k}, sort_keys=True),
+            "retrieval_profile": json.dumps(
+                {**variants, **answer_settings(s), "top_k": top_k, "verify_rules": RULES_VERSION}, sort_keys=True
+            ),
         }
         if variants["rerank"] == "cross_encoder" or variants["sentence_ranker"] == "cross_encoder":
             inputs["reranker"] = self.reranker()  # RerankUnavailable when its file is missing or altered

@@ -18,7 +18,7 @@ from hamilton.function_modifiers import config
 from pipelines.citations import MARKER, ValidatedSentence, close_gaps, join_sentences, strip_markers
 from pipelines.extractive import with_marker
 from pipelines.llm_harness import GenerationUnavailable, LLMHarness
-from pipelines.verify import Check, check_citations, supporting_passage
+from pipelines.verify import Check, check_citations, judge_support, supporting_passage
 from query_graph.retrieval import Candidate
 from query_graph.sink import release
 from query_graph.validation import ValidatedAnswer
@@ -26,14 +26,6 @@ from query_graph.validation import ValidatedAnswer
 
 class VerificationUnavailable(RuntimeError):
     """The `llm` judge could not be reached: citations cannot be checked, so nothing is released."""
-
-
-JUDGE_PROMPT = """Passage:
-{passage}
-
-Sentence: {sentence}
-
-Does the passage state what the sentence says (not merely a related topic)? Answer with one word: yes or no."""
 
 
 @dataclass
@@ -48,13 +40,11 @@ class SentenceChecker:
 
     def _judge(self, sentence: str, chunk_id: str) -> Check:
         assert self.harness is not None
-        prompt = JUDGE_PROMPT.format(passage=self.passages[chunk_id], sentence=strip_markers(sentence))
         try:
-            verdict = self.harness.complete([{"role": "user", "content": prompt}], max_tokens=3).text
+            ok, verdict = judge_support(self.harness, sentence, self.passages[chunk_id])
         except GenerationUnavailable as exc:
             raise VerificationUnavailable(f"the verification judge failed: {exc}") from exc
-        ok = verdict.strip().lower().startswith("yes")
-        return Check(chunk_id, 1.0 if ok else 0.0, ok, "judge: yes" if ok else f"judge: {verdict.strip()[:40]}")
+        return Check(chunk_id, 1.0 if ok else 0.0, ok, "judge: yes" if ok else f"judge: {verdict[:40]}")
 
     def checks(self, sentence: ValidatedSentence) -> list[Check]:
         if self.mode == "lexical":

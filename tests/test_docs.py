@@ -99,6 +99,9 @@ QUESTIONS = [
     ("How do I revoke an access token?", "operations.md api.md cli.md"),
     ("How do I serve the packaged local language model?", "operations.md configuration.md"),
     ("What happens to a sentence that cites the wrong passage?", "architecture.md api.md configuration.md"),
+    ("How do I use a hosted model like OpenAI instead of the extractive generator?", "language-models.md"),
+    ("Which languages does ragline answer in?", "index.md operations.md"),
+    ("What happens when a language model writes no citation markers?", "language-models.md architecture.md"),
 ]
 
 

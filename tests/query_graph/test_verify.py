@@ -49,6 +49,21 @@ def test_a_fact_told_of_another_command_is_not_supported() -> None:
     )
 
 
+def test_the_same_words_with_the_opposite_meaning_are_not_supported() -> None:
+    # What the packaged model wrote about GitLab Runner's `concurrent = 0` (its page says 0 is forbidden and
+    # the runner exits); reduced here to its shape: every word is in the passage, the negation is not.
+    passage = "A value of `0` is forbidden. If you use this value, the runner process exits with a critical error."
+    assert support_score("A value of `0` is not forbidden.", passage) < 0.6
+    assert support_score("A value of `0` is forbidden.", passage) == 1.0
+    # Either way round, and with the negation written as a contraction.
+    negative = "The runner doesn't reload `listen_address` without a restart. Other settings reload every 3 seconds."
+    assert support_score("The runner reloads `listen_address` without a restart.", negative) < 0.6
+    assert support_score("The runner does not reload `listen_address` without a restart.", negative) == 1.0
+    # The sentence that holds the claim decides, not a negation elsewhere in the passage.
+    assert support_score("Other settings reload every 3 seconds.", negative) == 1.0
+    assert support_score("Other settings never reload every 3 seconds.", negative) < 0.6
+
+
 def test_support_of_a_chinese_sentence_is_read_in_character_pairs() -> None:
     # Written without spaces: a paraphrase is one run of characters that never occurs whole in the passage.
     passage = "仪表板默认监听端口 7420。设置 HARBOR_PORT 可以换一个端口。"

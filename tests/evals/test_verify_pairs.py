@@ -1,0 +1,20 @@
+"""The labelled pairs the citation checks are measured on (evals/verify_pairs.py)."""
+
+from __future__ import annotations
+
+from evals.verify_pairs import Pair, _negate, score
+
+
+def test_a_negated_sentence_reverses_its_claim() -> None:
+    assert _negate("A value of 0 is forbidden.") == "A value of 0 is not forbidden."
+    assert _negate("The chart doesn't have the same version.") == "The chart does have the same version."
+    assert _negate("Path operations are not evaluated in order.") == "Path operations are evaluated in order."
+    # "not" inside a word is no negation; a sentence with neither a negation nor an auxiliary has none.
+    assert _negate("Notice that Field comes from pydantic.") is None
+
+
+def test_score_counts_right_verdicts_per_kind() -> None:
+    pairs = [Pair("own", "s", "p", True), Pair("own", "s", "p", True), Pair("negated", "s", "p", False)]
+    report = score(pairs, [True, False, True])
+    assert (report["precision"], report["recall"]) == (0.5, 0.5)
+    assert report["right_by_kind"] == {"own (supported)": "1/2", "negated (unsupported)": "0/1"}
