@@ -224,7 +224,7 @@ def main() -> None:
         verdicts, seconds = judged(pairs, lambda sentence, passage: judge_support(harness, sentence, passage)[0])
         lexical = [support_score(p.sentence, p.passage) >= args.threshold for p in pairs]
         report["llm"] = {"model": settings.llm_model, "seconds_p50": round(sorted(seconds)[len(seconds) // 2], 2)}
-        report["llm"] |= score(pairs, verdicts)
+        report["llm"] |= score(pairs, verdicts) | {"verdicts": verdicts}
         report["lexical+llm"] = score(pairs, [a and b for a, b in zip(lexical, verdicts, strict=True)])
     text = json.dumps(report, indent=2)
     if args.out:

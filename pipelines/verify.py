@@ -137,23 +137,46 @@ def support_score(sentence: str, passage: str) -> float:
 
 
 def _reversed(sentence: str, terms: dict[str, float], passage: str) -> bool:
-    """The passage sentences holding most of the claim all differ from it in negation: the same words
-    with the opposite meaning. Lexical, English negations only, prose only: a code example is not a
-    claim that can be negated, and a `not` in code negates nothing a sentence says."""
+    """The sentence negates what the passage affirms, or affirms what it negates: the same words with the
+    opposite meaning. A negation's scope is the first content word after it ("does not require a restart":
+    `requir`). The sentence's negated word must be negated in the passage sentence that has it and most of
+    the claim (or, when none has it, in a passage sentence holding most of the claim); a word the
+    passage negates in the sentence holding most of the claim (half of it at least) must not be affirmed. Lexical,
+    English negations, prose only: a `not` in code negates nothing a sentence says."""
     text = strip_markers(sentence)
     if "```" in text:
         return False
-    negated = _NEGATION.search(text) is not None
-    best, agree = 0.0, False
+    mine = _negated_words(text)
+    parts = []
     for paragraph in re.split(r"\n\s*\n", plain(_FENCED.sub("\n\n", passage))):
         for part in split_sentences(paragraph):
             stems = {stem(t) for t in terms_of(part)}
-            held = sum(w for t, w in terms.items() if t in stems)
-            if held > best:
-                best, agree = held, False
-            if held == best and held > 0:
-                agree = agree or (_NEGATION.search(part) is not None) == negated
-    return best > 0 and not agree
+            parts.append((sum(w for t, w in terms.items() if t in stems), stems, _negated_words(part)))
+    best = max((held for held, _, _ in parts), default=0.0)
+    near = [negated for held, _, negated in parts if held > 0 and held >= best / 2]
+    for word in mine:
+        having = [(held, negated) for held, stems, negated in parts if word in stems]
+        top = max((held for held, _ in having), default=0.0)
+        if not any([negated for held, negated in having if held == top] or near):
+            return True
+    whole = sum(terms.values())
+    return any(
+        word in terms and word not in mine
+        for held, _, negated in parts
+        if held == best and held >= whole / 2
+        for word in negated
+    )
+
+
+def _negated_words(text: str) -> list[str]:
+    """The first content word after each negation, up to the end of its clause; `""` for a negation with
+    none (it still counts as one)."""
+    words = []
+    for match in _NEGATION.finditer(text):
+        clause = re.split(r"[,;:.!?()]", text[match.end() :], maxsplit=1)[0]
+        scope = [stem(t) for t in terms_of(clause) if t not in _LIGHT and len(t) >= 2]
+        words.append(scope[0] if scope else "")
+    return words
 
 
 def _written_in(term: str, lowered_passage: str) -> bool:

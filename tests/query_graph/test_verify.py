@@ -62,6 +62,21 @@ def test_the_same_words_with_the_opposite_meaning_are_not_supported() -> None:
     # The sentence that holds the claim decides, not a negation elsewhere in the passage.
     assert support_score("Other settings reload every 3 seconds.", negative) == 1.0
     assert support_score("Other settings never reload every 3 seconds.", negative) < 0.6
+    # True sentences the model wrote, which a whole-sentence comparison of negations got wrong: the negation
+    # in a condition, a negative answer to a yes/no question, a negation the claim does not touch.
+    metrics = "Set `listen_address` for the metrics server. If the listen address does not contain a port, it defaults to 9252."
+    assert (
+        support_score("The metrics server uses port 9252 if the listen_address does not contain a port.", metrics)
+        >= 0.6
+    )
+    reload = (
+        "To change the runner, edit `config.toml`. The runner does not require a restart when you change most options."
+    )
+    assert support_score("No, you do not have to restart the runner after editing `config.toml`.", reload) >= 0.6
+    charts = (
+        "The chart doesn't have the same version number as GitLab. | Chart version | GitLab version | 9.4.0 | 18.4.0 |"
+    )
+    assert support_score("For GitLab 18.4.0, use the chart version 9.4.0.", charts) >= 0.6
 
 
 def test_support_of_a_chinese_sentence_is_read_in_character_pairs() -> None:
