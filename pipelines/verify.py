@@ -17,6 +17,7 @@ from __future__ import annotations
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
+from functools import lru_cache
 
 from pipelines.bm25 import analyze_snowball
 from pipelines.citations import split_sentences, strip_markers
@@ -139,19 +140,17 @@ def support_score(sentence: str, passage: str) -> float:
 def _reversed(sentence: str, terms: dict[str, float], passage: str) -> bool:
     """The sentence negates what the passage affirms, or affirms what it negates: the same words with the
     opposite meaning. A negation's scope is the first content word after it ("does not require a restart":
-    `requir`). The sentence's negated word must be negated in the passage sentence that has it and most of
-    the claim (or, when none has it, in a passage sentence holding most of the claim); a word the
-    passage negates in the sentence holding most of the claim (half of it at least) must not be affirmed. Lexical,
-    English negations, prose only: a `not` in code negates nothing a sentence says."""
+    `requir`). The sentence's negated word must be negated in the passage sentence that has it and most
+    of the claim (or, when none has it, in a passage sentence holding most of the claim); a word that the
+    passage sentence holding most of the claim (half of it at least) negates must not be affirmed.
+    Lexical, English negations, prose only: a `not` in code negates nothing a sentence says."""
     text = strip_markers(sentence)
     if "```" in text:
         return False
     mine = _negated_words(text)
-    parts = []
-    for paragraph in re.split(r"\n\s*\n", plain(_FENCED.sub("\n\n", passage))):
-        for part in split_sentences(paragraph):
-            stems = {stem(t) for t in terms_of(part)}
-            parts.append((sum(w for t, w in terms.items() if t in stems), stems, _negated_words(part)))
+    if not mine and not _NEGATION.search(passage):
+        return False
+    parts = [(sum(w for t, w in terms.items() if t in stems), stems, negated) for stems, negated in _prose(passage)]
     best = max((held for held, _, _ in parts), default=0.0)
     near = [negated for held, _, negated in parts if held > 0 and held >= best / 2]
     for word in mine:
@@ -165,6 +164,17 @@ def _reversed(sentence: str, terms: dict[str, float], passage: str) -> bool:
         for held, _, negated in parts
         if held == best and held >= whole / 2
         for word in negated
+    )
+
+
+@lru_cache(maxsize=256)
+def _prose(passage: str) -> tuple[tuple[frozenset[str], tuple[str, ...]], ...]:
+    """Each prose sentence of a passage as its stemmed terms and negated words (kept: an answer checks
+    several sentences against one passage, and a model's sentence against every passage)."""
+    return tuple(
+        (frozenset(stem(t) for t in terms_of(part)), tuple(_negated_words(part)))
+        for paragraph in re.split(r"\n\s*\n", plain(_FENCED.sub("\n\n", passage)))
+        for part in split_sentences(paragraph)
     )
 
 
