@@ -22,7 +22,6 @@ $(STAMP): pyproject.toml requirements.lock
 # server, in a virtualenv of their own: the litellm tests talk to it, and `make llm-serve` serves it.
 LLM_VENV  ?= .venv-llm
 LLM_STAMP := $(LLM_VENV)/.ragline-llm-installed
-LLM_MODEL := $(LLM_VENV)/models/qwen2.5-coder-1.5b-instruct-q4_k_m.gguf
 
 llm: $(LLM_STAMP)
 
@@ -33,8 +32,7 @@ $(LLM_STAMP): requirements-llm.lock scripts/local-llm.sh scripts/local_llm_model
 # Then: RAGLINE_GENERATOR=litellm RAGLINE_LLM_MODEL=openai/qwen2.5-coder-1.5b
 #       RAGLINE_LLM_API_BASE=http://127.0.0.1:8080/v1 RAGLINE_LLM_DEADLINE_SECONDS=120 make run
 llm-serve: llm
-	$(LLM_VENV)/bin/python -m llama_cpp.server --model $(LLM_MODEL) --model_alias qwen2.5-coder-1.5b \
-		--host 127.0.0.1 --port 8080 --n_ctx 4096 --n_threads 2
+	LLM_VENV=$(LLM_VENV) bash scripts/local-llm-serve.sh 8080
 
 run: install
 	HF_HUB_OFFLINE=1 $(VENV)/bin/ragline serve

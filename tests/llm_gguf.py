@@ -45,12 +45,12 @@ def gguf_server(log_dir: Path) -> Iterator[GgufServer]:
         pytest.fail(f"the local language model is not installed ({python}, {MODEL}): run `make llm`")
     port = closed_port()
     log = log_dir / "llama-server.log"
-    command = [
-        str(python), "-m", "llama_cpp.server", "--model", str(MODEL), "--model_alias", ALIAS,
-        "--host", "127.0.0.1", "--port", str(port), "--n_ctx", "4096", "--n_threads", "2",
-    ]  # fmt: skip
+    # The flags `make llm-serve` uses; `exec` there makes this process the server itself.
+    command = ["bash", str(ROOT / "scripts" / "local-llm-serve.sh"), str(port)]
     with log.open("wb") as sink:
-        process = subprocess.Popen(command, stdout=sink, stderr=subprocess.STDOUT)
+        process = subprocess.Popen(
+            command, stdout=sink, stderr=subprocess.STDOUT, env={**os.environ, "LLM_VENV": str(LLM_VENV)}
+        )
     api_base = f"http://127.0.0.1:{port}/v1"
     try:
         _wait_until_serving(process, f"{api_base}/models", log)

@@ -11,6 +11,7 @@ things, about ten seconds each on 2 cores.
 from __future__ import annotations
 
 from collections.abc import Iterator
+from concurrent.futures import ThreadPoolExecutor
 from typing import Any
 
 import pytest
@@ -23,6 +24,7 @@ from tests.query_graph.harbor import Harbor, harbor_index
 
 PORT_Q = "Which port does the harbor dashboard listen on?"
 UNANSWERED_Q = "Which port does harbor sync use to upload artefacts?"
+RETENTION_Q = "How long does harbor keep build logs?"
 LITELLM = {"generator": "litellm"}
 
 
@@ -32,9 +34,9 @@ def harbor(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequ
         yield index
 
 
-def _settings(llm: GgufServer) -> dict[str, Any]:
+def _settings(llm: GgufServer, deadline: float = 120.0) -> dict[str, Any]:
     # 2 cores read a prompt at about 100 tokens a second: the default 30 s deadline is for hosted models.
-    return {"llm_model": llm.model, "llm_api_base": llm.api_base, "llm_deadline_seconds": 120.0}
+    return {"llm_model": llm.model, "llm_api_base": llm.api_base, "llm_deadline_seconds": deadline}
 
 
 def _released_sentences_are_cited_and_supported(reply: dict[str, Any]) -> None:
@@ -67,6 +69,19 @@ def test_the_model_streams_validated_sentences_before_the_final_reply(harbor: Ha
     assert final["type"] == "final" and final["status"] == "answered"
     assert " ".join(e["text"] for e in sentences) == final["answer"]
     _released_sentences_are_cited_and_supported(final)
+
+
+def test_two_questions_at_once_are_both_answered(harbor: Harbor, gguf_llm: GgufServer) -> None:
+    # llama-cpp-python's server ends a streaming answer when another request arrives, unless started with
+    # --interrupt_requests False (scripts/local-llm-serve.sh): one of two users then got 503
+    # generation_unavailable ("Stream ended before a finish_reason was received").
+    service = harbor.service(**_settings(gguf_llm, deadline=300.0))  # the second waits for the first
+    with ThreadPoolExecutor(2) as pool:
+        replies = list(pool.map(lambda q: service.answer(q, variants=LITELLM), [PORT_Q, RETENTION_Q]))
+    for reply in replies:
+        assert reply["status"] == "answered", reply
+        assert [a["outcome"] for a in reply["provider"]["attempts"]] == ["ok"], reply["provider"]
+        _released_sentences_are_cited_and_supported(reply)
 
 
 def test_a_question_the_passages_do_not_answer_releases_no_uncited_claim(harbor: Harbor, gguf_llm: GgufServer) -> None:
