@@ -5,11 +5,15 @@ identifiers that the passage contains, after light suffix stripping. Identifiers
 numbers triple, and a number or identifier missing from the passage halves the score: a wrong port
 or version makes a wrong answer, and so does a right port given to another command (a model wrote
 "The `harbor sync` command uses port 7420" from a passage about the dashboard's port). The words of
-a code span count as identifiers. It asks "does this text say this?" more strictly than a similarity
-score would: every word the sentence adds beyond the passage lowers it. Measured on labelled pairs
+a code span count as identifiers. A sentence that negates what the passage affirms, or the other way
+round, has its score halved as well ("`0` is not forbidden" against "`0` is forbidden": every word is
+there). It asks "does this text say this?" more strictly than a similarity score would: every word
+the sentence adds beyond the passage lowers it. Measured on labelled pairs
 by `evals/verify_pairs.py` (docs/operations.md). Chinese and Japanese text, written without spaces, is
 compared by overlapping character pairs (as BM25 reads it): a paraphrased Chinese sentence is a run of
 characters that never occurs whole in its passage.
+
+`judge_support` is the `llm` check: a language model asked the same question, yes or no.
 """
 
 from __future__ import annotations
