@@ -81,7 +81,7 @@ def main() -> None:
                     "dropped_sentences": verification.get("dropped_sentences", 0),
                     "unsupported": len(problems),
                     "recited": sum(p.get("action") == "recited" for p in problems),
-                    "facts_present": round(sum(facts) / len(facts), 3) if facts else None,
+                    "facts_present": _mean(facts),
                     "provider": (reply.get("provider") or {}).get("model"),
                     "crag_action": (reply.get("crag") or {}).get("action"),
                     "crag_score": ((reply.get("crag") or {}).get("scores") or {}).get("initial"),

@@ -20,6 +20,7 @@ import structlog
 from evals.golden import normalise
 from pipelines.bm25 import analyze
 from pipelines.citations import MARKER, split_sentences
+from pipelines.llm_harness import request_key
 
 log = structlog.get_logger(__name__)
 
@@ -188,9 +189,7 @@ class Judge:
         max_tokens: int = 1024,
     ):
         self.model, self.api_base, self.timeout = model, api_base, timeout
-        # A local OpenAI-compatible server (`--judge-api-base`) wants no key, but litellm's OpenAI client
-        # refuses to send a request without one; a hosted provider's key still comes from its environment.
-        self.api_key = api_key or ("none" if api_base else None)
+        self.api_key = request_key(api_key, api_base)  # a local server (`--judge-api-base`) gets `none`
         # A verdict for a few sentences fits in far fewer tokens; the bound stops a model that repeats
         # itself (the packaged 1.5B model once wrote 1,434 tokens, 115 s on 2 cores) from outlasting the timeout.
         self.max_tokens = max_tokens

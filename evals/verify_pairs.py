@@ -176,8 +176,9 @@ def _kind(pair: Pair) -> str:
     return f"{pair.kind} ({'supported' if pair.supported else 'unsupported'})"
 
 
-def lexical_at(pairs: list[Pair], threshold: float) -> dict[str, Any]:
-    return {"threshold": threshold} | score(pairs, [support_score(p.sentence, p.passage) >= threshold for p in pairs])
+def lexical_at(pairs: list[Pair], scores: list[float], threshold: float) -> dict[str, Any]:
+    """The lexical check's figures at one threshold, from each pair's `support_score`."""
+    return {"threshold": threshold} | score(pairs, [s >= threshold for s in scores])
 
 
 def judged(pairs: list[Pair], judge: Callable[[str, str], bool]) -> tuple[list[bool], list[float]]:
@@ -207,14 +208,15 @@ def main() -> None:
     args = parser.parse_args()
     configure_logging("INFO")
     pairs = build_pairs(args.golden, args.corpora)
+    scores = [support_score(p.sentence, p.passage) for p in pairs]
     kinds: dict[str, list[float]] = {}
-    for p in pairs:
-        kinds.setdefault(_kind(p), []).append(support_score(p.sentence, p.passage))
+    for p, value in zip(pairs, scores, strict=True):
+        kinds.setdefault(_kind(p), []).append(value)
     report: dict[str, Any] = {
         "pairs": len(pairs),
         "supported": sum(p.supported for p in pairs),
-        "at_threshold": lexical_at(pairs, args.threshold),
-        "sweep": [lexical_at(pairs, t / 10) for t in range(3, 10)],
+        "at_threshold": lexical_at(pairs, scores, args.threshold),
+        "sweep": [lexical_at(pairs, scores, t / 10) for t in range(3, 10)],
         "mean_score_by_kind": {k: round(sum(v) / len(v), 3) for k, v in kinds.items()},
         "pairs_by_kind": {k: len(v) for k, v in kinds.items()},
     }
@@ -222,7 +224,7 @@ def main() -> None:
         settings = Settings()
         harness = LLMHarness.from_settings(settings)
         verdicts, seconds = judged(pairs, lambda sentence, passage: judge_support(harness, sentence, passage)[0])
-        lexical = [support_score(p.sentence, p.passage) >= args.threshold for p in pairs]
+        lexical = [value >= args.threshold for value in scores]
         report["llm"] = {"model": settings.llm_model, "seconds_p50": round(sorted(seconds)[len(seconds) // 2], 2)}
         report["llm"] |= score(pairs, verdicts) | {"verdicts": verdicts}
         report["lexical+llm"] = score(pairs, [a and b for a, b in zip(lexical, verdicts, strict=True)])

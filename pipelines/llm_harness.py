@@ -28,6 +28,13 @@ class GenerationUnavailable(RuntimeError):
     """Every provider failed (after retries, the breaker and the fallback): a 503 `generation_unavailable`."""
 
 
+def request_key(api_key: str | None, api_base: str | None) -> str | None:
+    """The key to send: a server at an `api_base` that wants none gets the placeholder `none` (litellm's
+    OpenAI client sends no request without a key); a hosted provider without one reads its own variable
+    (`OPENAI_API_KEY`), so it is sent none."""
+    return api_key or ("none" if api_base else None)
+
+
 @dataclass(frozen=True)
 class Provider:
     model: str  # litellm id, e.g. "openai/qwen2.5-coder" for an OpenAI-compatible server
@@ -175,9 +182,7 @@ class LLMHarness:
                         model=provider.model,
                         messages=messages,
                         api_base=provider.api_base,
-                        # A loopback server wants no key but litellm's OpenAI client sends none without one;
-                        # a hosted provider without RAGLINE_LLM_API_KEY reads its own variable (OPENAI_API_KEY).
-                        api_key=provider.api_key or ("none" if provider.api_base else None),
+                        api_key=request_key(provider.api_key, provider.api_base),
                         stream=True,
                         timeout=remaining,
                         max_tokens=max_tokens,

@@ -174,7 +174,10 @@ def _reversed(sentence: str, terms: dict[str, float], passage: str) -> bool:
 @lru_cache(maxsize=256)
 def _prose(passage: str) -> tuple[tuple[frozenset[str], tuple[str, ...]], ...]:
     """Each prose sentence of a passage as its stemmed terms and negated words (kept: an answer checks
-    several sentences against one passage, and a model's sentence against every passage)."""
+    several sentences against one passage, and a model's sentence against every passage). Not
+    `passage_units.prose_units`: it drops headings and short sentences and splits tables into rows, which
+    moves the sentence that holds most of a claim (two supported labelled pairs lost, one true model
+    sentence rejected, when tried)."""
     return tuple(
         (frozenset(stem(t) for t in terms_of(part)), tuple(_negated_words(part)))
         for paragraph in re.split(r"\n\s*\n", plain(_FENCED.sub("\n\n", passage)))
