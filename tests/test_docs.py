@@ -12,6 +12,7 @@ import pytest
 
 from pipelines.chunkers import slugify
 from pipelines.embedded_services import EmbeddedServices
+from pipelines.golden_sets import load_golden, normalise
 from pipelines.indexing import BuildRequest
 from pipelines.profiles import open_stores
 from pipelines.settings import PROJECT_ROOT, Settings
@@ -102,6 +103,13 @@ QUESTIONS = [
     ("How do I use a hosted model like OpenAI instead of the extractive generator?", "language-models.md"),
     ("Which languages does ragline answer in?", "index.md operations.md"),
     ("What happens when a language model writes no citation markers?", "language-models.md architecture.md"),
+    ("What happens to queries while a new index is being built?", "operations.md"),
+    ("How do I turn on the cross-encoder reranker?", "configuration.md"),
+    ("How do I clear the answer cache?", "operations.md api.md"),
+    ("How often is the index rebuilt automatically?", "operations.md"),
+    ("How do I leave some files out of the index?", "configuration.md operations.md cli.md"),
+    ("How much memory does ragline need?", "operations.md"),
+    ("Does ragline work without internet access?", "quickstart.md"),
 ]
 
 
@@ -126,3 +134,17 @@ def test_links_between_pages_point_at_existing_headings() -> None:
             if name not in anchors or (anchor and anchor not in anchors[name]):
                 broken.append(f"{page.name} -> {name}#{anchor}")
     assert not broken, f"links to missing pages or headings: {broken}"
+
+
+def test_the_docs_golden_set_quotes_the_pages_it_names() -> None:
+    """evals/golden/ragline_docs.jsonl measures the docs; an edit that drops an evidence phrase must update it."""
+    questions = load_golden(PROJECT_ROOT / "evals" / "golden" / "ragline_docs.jsonl")
+    assert len({q.id for q in questions}) == len(questions) > 0
+    stale = []
+    for q in questions:
+        assert q.expected in {"answer", "abstain", "clarify"}, q.id
+        assert bool(q.evidence) == (q.expected == "answer") and len(q.evidence) == len(q.pages), q.id
+        for page, evidence in zip(q.pages, q.evidence, strict=True):
+            if normalise(evidence) not in normalise((DOCS / page).read_text(encoding="utf-8")):
+                stale.append(f"{q.id}: {evidence!r} not on {page}")
+    assert not stale, stale
