@@ -24,6 +24,11 @@ _FENCE = re.compile(r"(```|~~~).*?(\1|\Z)", re.S)
 # Emphasis and code markup, but not the underscores inside identifiers such as RAGLINE_PORT.
 _MARKUP = re.compile(r"[*`]+|(?<!\w)_+|_+(?!\w)|^\s*>+\s?", re.M)
 _LINK = re.compile(r"\[([^\]]+)\]\([^)]*\)")
+# An inline code span on one line: its ticks, and its content as written (spaces trimmed as CommonMark does).
+_CODE_SPAN = re.compile(r"(`+) ?([^`\n]+?) ?\1(?!`)")
+# Set-aside spans stand in the text as private-use characters (not word characters, like the ticks they replace).
+_SPAN_MARK = 0xF0000
+_SPAN_MARKS = re.compile("[\U000f0000-\U000ffffd]")
 _TABLE_RULE = re.compile(r"^\s*\|?\s*:?-+:?\s*(\|\s*:?-+:?\s*)*\|?\s*$")  # |---|:--:| under a header
 _CELL_BREAK = re.compile(r"(?<!\\)\|")  # a cell may hold an escaped \|
 # A tag with attributes (`<font color="...">`): markup that styles text. A placeholder such as `<host>` is not one.
@@ -76,8 +81,23 @@ def item_text(lines: Sequence[str]) -> str:
 
 
 def plain(text: str) -> str:
-    """Text without emphasis and code markup; links keep their text."""
-    return _LINK.sub(r"\1", _MARKUP.sub("", text))
+    """Text without emphasis and code markup; links keep their text, and a code span its content as written.
+
+    Only the ticks around a code span go: inside one, `*` and `_` are the code's own (a glob `**/*.md`, a cron
+    `0 3 * * *`, `**kwargs`, `__init__.py`), and an answer quoting the span without them would say something
+    the page does not. Spans are set aside while the markup outside them is removed, then put back."""
+    spans: list[str] = []
+
+    def aside(match: re.Match[str]) -> str:
+        spans.append(match.group(2))
+        return chr(_SPAN_MARK + len(spans) - 1)
+
+    def back(match: re.Match[str]) -> str:
+        at = ord(match.group(0)) - _SPAN_MARK
+        return spans[at] if at < len(spans) else match.group(0)  # a page's own private-use character stays
+
+    stripped = _MARKUP.sub("", _CODE_SPAN.sub(aside, _LINK.sub(r"\1", text)))
+    return _SPAN_MARKS.sub(back, stripped) if spans else stripped
 
 
 def table_rows(lines: Sequence[str]) -> list[str]:

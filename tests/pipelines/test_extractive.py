@@ -368,3 +368,19 @@ def test_a_chinese_sentence_ending_in_a_full_width_colon_brings_its_code() -> No
     chunk = replace(section_chunk(page, "zh/server.md", "start"), language="zh")
     answer, _ = extract_answer("如何启动服务器？", [chunk], words=analyzer("snowball"), language="zh")
     assert answer.startswith("在终端中运行以下命令来启动服务器： [C:") and "```bash\nharbor serve\n```" in answer
+
+
+SCHEDULE_PAGE = """# Builds { #builds }
+
+## Schedule { #schedule }
+
+The nightly build runs on the cron `0 3 * * *`, and it indexes the files matching `**/*.md`.
+"""
+
+
+def test_a_quoted_code_span_says_what_the_page_says() -> None:
+    """Without its stars the cron read `0 3`, and the glob `/.md`: a quote that the page does not hold."""
+    chunk = section_chunk(SCHEDULE_PAGE, "en/builds.md", "schedule")
+    answer, _ = extract_answer("When does the nightly build run?", [chunk], words=analyzer("snowball"), language="en")
+    assert "the cron 0 3 * * *, and it indexes the files matching **/*.md [C:" in answer
+    assert_released_quoted_and_supported(answer, chunk)

@@ -61,3 +61,13 @@ def test_a_full_width_colon_announces_a_block_too() -> None:
     found = introduced(text)
     assert found["在终端中运行以下命令来启动服务器："] == "```bash\nharbor serve\n```"
     assert block_parts(found["所需的软件如下："]) == ["- Python 3.11", "- Redis 7"]
+
+
+def test_a_code_span_keeps_its_stars_and_underscores_while_emphasis_goes() -> None:
+    text = 'Set `RAGLINE_INCLUDE` to `["**/*.md"]`: a **bold** word, _this_ and `__init__.py` read as written.'
+    assert prose_units(text) == [
+        'Set RAGLINE_INCLUDE to ["**/*.md"]: a bold word, this and __init__.py read as written.'
+    ]
+    # In a table cell too; a link keeps its text, code span or not.
+    rows = prose_units("| when | what |\n|---|---|\n| `0 3 * * *` | the [`nightly`](ops.md#x) build runs |")
+    assert rows == ["0 3 * * * | the nightly build runs"]
