@@ -11,6 +11,8 @@ In one run, each question of the golden file is timed, interleaved so load drift
   them on);
 - `retrieval_without_feedback`: the same with BM25 feedback off, what its second BM25 search costs;
 - `rerank_30`: the cross-encoder over the top 30 fused candidates of the question;
+- `answer_uncached`, `answer_cache_hit`: the whole query graph (`QueryService.answer`, the default variants),
+  first with the answer cache emptied, then served from it (`whole_answers`);
   `--rerank-tokens 128,96,64` times one reranker per input budget, interleaved, as `rerank_30@<tokens>`.
 Reported: p50/p95 of each, the retrieval/embedding p50 ratio, and the machine's load average.
 """
@@ -121,11 +123,30 @@ def run(service: QueryService, questions: list[str], rounds: int, depth: int, bu
                 started = time.perf_counter()
                 reranker.scores(q, passages)
                 timings[name].append((time.perf_counter() - started) * 1000)
-    out = {name: summary(values) for name, values in timings.items()}
+    timings.update(whole_answers(service, questions, rounds))
+    out = {name: summary(values) for name, values in timings.items() if values}
     out["retrieval_over_embed_p50"] = round(out["retrieval"]["p50"] / out["embed"]["p50"], 3)
     out["without_feedback_over_embed_p50"] = round(out["retrieval_without_feedback"]["p50"] / out["embed"]["p50"], 3)
     out["rerank_pairs_mean"] = round(sum(pairs) / len(pairs), 2)
     out["last_candidates"] = len(candidates)
+    return out
+
+
+def whole_answers(service: QueryService, questions: list[str], rounds: int) -> dict[str, list[float]]:
+    """The whole query graph per question, as the server runs it (`QueryService.answer`, default variants):
+    `answer_uncached` in the first round, the answer cache emptied before it; `answer_cache_hit` in the later
+    rounds, for the replies the exact cache served (refusals and clarifications are never cached)."""
+    service.stores.cache.flush_prefix(service.settings.cache_prefix)
+    out: dict[str, list[float]] = {"answer_uncached": [], "answer_cache_hit": []}
+    for round_ in range(rounds):
+        for q in questions:
+            started = time.perf_counter()
+            reply = service.answer(q)
+            elapsed = (time.perf_counter() - started) * 1000
+            if round_ == 0:
+                out["answer_uncached"].append(elapsed)
+            elif reply["cache"] == "hit":
+                out["answer_cache_hit"].append(elapsed)
     return out
 
 
