@@ -83,13 +83,16 @@ def item_text(lines: Sequence[str]) -> str:
 def plain(text: str) -> str:
     """Text without emphasis and code markup; links keep their text, and a code span its content as written.
 
-    Only the ticks around a code span go: inside one, `*` and `_` are the code's own (a glob `**/*.md`, a cron
-    `0 3 * * *`, `**kwargs`, `__init__.py`), and an answer quoting the span without them would say something
-    the page does not. Spans are set aside while the markup outside them is removed, then put back."""
+    Inside a code span, `*` and `_` are the code's own (a glob `**/*.md`, a cron `0 3 * * *`, `**kwargs`,
+    `__init__.py`), and an answer quoting the span without them would say something the page does not. So
+    spans are set aside while the markup outside them is removed, then put back: without their ticks when
+    the content has no markup characters (`RAGLINE_PORT` reads RAGLINE_PORT), with them otherwise, so that
+    reading the result again (CRAG's strips are units read a second time) leaves it as it is."""
     spans: list[str] = []
 
     def aside(match: re.Match[str]) -> str:
-        spans.append(match.group(2))
+        code = match.group(2)
+        spans.append(code if _MARKUP.sub("", code) == code else f"`{code}`")
         return chr(_SPAN_MARK + len(spans) - 1)
 
     def back(match: re.Match[str]) -> str:

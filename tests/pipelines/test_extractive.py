@@ -381,6 +381,11 @@ The nightly build runs on the cron `0 3 * * *`, and it indexes the files matchin
 def test_a_quoted_code_span_says_what_the_page_says() -> None:
     """Without its stars the cron read `0 3`, and the glob `/.md`: a quote that the page does not hold."""
     chunk = section_chunk(SCHEDULE_PAGE, "en/builds.md", "schedule")
-    answer, _ = extract_answer("When does the nightly build run?", [chunk], words=analyzer("snowball"), language="en")
-    assert "the cron 0 3 * * *, and it indexes the files matching **/*.md [C:" in answer
+    question = "When does the nightly build run?"
+    answer, _ = extract_answer(question, [chunk], words=analyzer("snowball"), language="en")
+    assert "the cron `0 3 * * *`, and it indexes the files matching `**/*.md` [C:" in answer
     assert_released_quoted_and_supported(answer, chunk)
+    # CRAG's strips are the passage's units read again: the same quote, still the chunk's own sentence.
+    stripped = replace(chunk, context_text=knowledge_strips(question, chunk.generation_text))
+    again, used = extract_answer(question, [stripped], words=analyzer("snowball"), language="en")
+    assert again == answer and all(s.own for s in used)
