@@ -28,10 +28,6 @@ from pipelines.citations import split_sentences, strip_markers
 from pipelines.llm_harness import LLMHarness
 from pipelines.passage_units import plain
 
-# Part of the cache namespace: raised when the rules of the lexical check change (v2: identifiers and
-# code-span words must be present; negations must agree), so no answer checked by the old rules is served.
-RULES_VERSION = "verify-v2"
-
 
 def terms_of(text: str) -> list[str]:
     """Plain terms (no stemming: `stem` below does the light stripping), CJK runs as character pairs."""

@@ -4,8 +4,11 @@ the chosen variants, one cached driver per variant combination, the clients thos
 
 from __future__ import annotations
 
+import hashlib
 import json
 import threading
+from functools import cache
+from pathlib import Path
 from typing import Any
 
 from hamilton import driver
@@ -18,7 +21,6 @@ from pipelines.ports import StoreUnavailable
 from pipelines.rerank import CrossEncoderReranker, RerankUnavailable
 from pipelines.settings import Settings
 from pipelines.translations import OriginalsCache
-from pipelines.verify import RULES_VERSION
 from query_graph.driver import DriverCache
 from query_graph.variants import VARIANTS, UnknownVariant, default_variants, resolve_variants
 from query_graph.verification import VerificationUnavailable
@@ -83,7 +85,7 @@ class BackHalf:
             # Everything that changes an answer is in the cache namespace (DESIGN.md): the variants and
             # every number that changes which passages are found or which sentences are kept.
             "retrieval_profile": json.dumps(
-                {**variants, **answer_settings(s), "top_k": top_k, "verify_rules": RULES_VERSION}, sort_keys=True
+                {**variants, **answer_settings(s), "top_k": top_k, "code": code_digest()}, sort_keys=True
             ),
         }
         if variants["rerank"] == "cross_encoder" or variants["sentence_ranker"] == "cross_encoder":
@@ -115,6 +117,25 @@ ANSWER_SETTINGS = (
     "verify_min_support",
     "verify_action",
 )
+
+
+# The packages whose code turns a question into an answer (the ingestion's changes reach answers through the
+# index's content version, which the namespace holds already).
+ANSWER_CODE = ("pipelines", "query_graph")
+ROOT = Path(__file__).resolve().parent.parent
+
+
+@cache
+def code_digest(root: Path = ROOT) -> str:
+    """A digest of every source file of `ANSWER_CODE`: part of the cache namespace, so an upgrade of ragline
+    never serves an answer that the old code chose, quoted or checked. A version constant per rule set would
+    have to be raised by hand at each change, and was not for several of them; servers running the same code
+    still share their entries."""
+    digest = hashlib.sha256()
+    for package in ANSWER_CODE:
+        for path in sorted((root / package).rglob("*.py")):
+            digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+    return digest.hexdigest()[:16]
 
 
 def answer_settings(settings: Settings) -> dict[str, Any]:

@@ -16,7 +16,9 @@ from structlog.testing import capture_logs
 from pipelines import dense_units
 from pipelines.cache_redis import RedisCache
 from pipelines.calibration_file import calibration_path
+from pipelines.settings import Settings
 from pipelines.topic_gate import centroid_path, similarity
+from query_graph.back_half import ANSWER_CODE, BackHalf, code_digest
 from query_graph.cache import cache_namespace, exact_cache_key
 from tests.query_graph.front_fixtures import (  # noqa: F401 (fixtures)
     RETRIEVAL_AND_GENERATION,
@@ -53,6 +55,22 @@ def test_namespace_changes_with_every_part_that_changes_an_answer() -> None:
     ]:
         keys.add(exact_cache_key("q", cache_namespace(**{**base, part: other}), "pre"))
     assert len(keys) == 9
+
+
+def test_an_upgrade_of_the_answer_code_misses_the_old_answers(tmp_path: Path) -> None:
+    """The namespace holds a digest of the query code: after an edit of any of its files (an upgrade), no
+    answer the old code made is served; the same code gives the same digest, so servers share entries."""
+    digest = code_digest.__wrapped__  # uncached: the files change between calls
+    for package in ANSWER_CODE:
+        (tmp_path / package).mkdir()
+        (tmp_path / package / "rules.py").write_text("MIN_SUPPORT = 0.6\n")
+    before = digest(tmp_path)
+    (tmp_path / "query_graph" / "rules.py").write_text("MIN_SUPPORT = 0.5\n")
+    assert digest(tmp_path) != before
+    (tmp_path / "query_graph" / "rules.py").write_text("MIN_SUPPORT = 0.6\n")
+    assert digest(tmp_path) == before
+    back = BackHalf(Settings())
+    assert json.loads(back.inputs(back.defaults, 8)["retrieval_profile"])["code"] == code_digest()
 
 
 def test_exact_hit_skips_embedding_retrieval_and_generation(
