@@ -64,19 +64,21 @@ def load_directory(root: Path, include: list[str], exclude: list[str]) -> list[D
     if not paths:
         raise SourceError(f"no documents under {root} match include={include} exclude={exclude}")
     now = dt.datetime.now(dt.UTC).isoformat()
-    documents = []
-    for rel in paths:
-        text = (root / rel).read_text(encoding="utf-8", errors="replace")
-        documents.append(
-            Document(
-                document_id=rel,
-                source_uri=(root / rel).as_uri(),
-                text=text,
-                content_hash=sha256_text(text),
-                fetched_at=now,
-            )
+    return [text_document(rel, (root / rel).as_uri(), (root / rel).read_bytes(), now) for rel in paths]
+
+
+def text_document(document_id: str, source_uri: str, data: bytes, fetched_at: str) -> Document:
+    """A document from a file's or a page's bytes, read as UTF-8 (a stray invalid byte becomes U+FFFD).
+
+    A binary file (a PDF, an image, an archive that a broad include glob matched) is refused by name: read
+    as text it would index noise that no question finds, and the build would pass as if all were well."""
+    if data.startswith(b"%PDF-") or b"\0" in data[:8192]:
+        raise SourceError(
+            f"{document_id} is not a text document (ragline reads Markdown, HTML, reStructuredText and plain "
+            "text); leave it out with --exclude or RAGLINE_EXCLUDE"
         )
-    return documents
+    text = data.decode("utf-8", errors="replace")
+    return Document(document_id, source_uri, text, sha256_text(text), fetched_at)
 
 
 def content_version(documents: Iterable[Document], settings_digest: str) -> str:

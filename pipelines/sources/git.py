@@ -10,8 +10,8 @@ from pathlib import Path
 
 import structlog
 
-from pipelines.documents import Document, sha256_text
-from pipelines.loaders import SourceError, select_paths
+from pipelines.documents import Document
+from pipelines.loaders import SourceError, select_paths, text_document
 
 log = structlog.get_logger(__name__)
 
@@ -81,16 +81,4 @@ def load_git(spec: str, include: list[str], exclude: list[str], cache: Path) -> 
         raise SourceError(f"no documents in {repository} at {commit[:12]} match include={include} exclude={exclude}")
     now = dt.datetime.now(dt.UTC).isoformat()
     log.info("git_source_checked_out", repository=repository, commit=commit, documents=len(paths))
-    documents = []
-    for rel in paths:
-        text = (folder / rel).read_text(encoding="utf-8", errors="replace")
-        documents.append(
-            Document(
-                document_id=rel,
-                source_uri=f"{repository}@{commit}:{rel}",
-                text=text,
-                content_hash=sha256_text(text),
-                fetched_at=now,
-            )
-        )
-    return documents
+    return [text_document(rel, f"{repository}@{commit}:{rel}", (folder / rel).read_bytes(), now) for rel in paths]

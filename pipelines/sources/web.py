@@ -15,8 +15,8 @@ from urllib.parse import urljoin, urlparse
 import httpx
 import structlog
 
-from pipelines.documents import Document, sha256_text
-from pipelines.loaders import SourceError, matches
+from pipelines.documents import Document
+from pipelines.loaders import SourceError, matches, text_document
 
 log = structlog.get_logger(__name__)
 USER_AGENT = "ragline-indexer/0.1 (+https://github.com/ragline)"
@@ -117,16 +117,7 @@ def fetch_pages(urls: Iterable[str], include: list[str], exclude: list[str], pol
             if not matches(doc_id, include) or matches(doc_id, exclude):
                 continue
             body = fetcher.get(url)
-            text = body.decode("utf-8", errors="replace")
-            documents.append(
-                Document(
-                    document_id=doc_id,
-                    source_uri=url,
-                    text=text,
-                    content_hash=sha256_text(text),
-                    fetched_at=dt.datetime.now(dt.UTC).isoformat(),
-                )
-            )
+            documents.append(text_document(doc_id, url, body, dt.datetime.now(dt.UTC).isoformat()))
             log.debug("page_fetched", url=url, bytes=len(body))
     finally:
         fetcher.close()

@@ -123,3 +123,28 @@ def test_url_list_honours_robots_size_limit_and_gives_up(site: str, tmp_path: Pa
     listing.write_text(f"{site}/docs/one.html\n{site}/docs/two.html\n")
     docs = load_source(f"urls+{listing}", ["docs/two*"], [], tmp_path, policy)
     assert [d.document_id for d in docs] == ["docs/two.html"]
+
+
+# The first bytes of real files of each kind: a PDF's header, a PNG's signature and header chunk.
+PDF = b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj\n<< /Type /Catalog /Pages 2 0 R >>\nendobj\n"
+PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x10\x00\x00\x00\x10\x08\x06\x00\x00\x00"
+
+
+def test_a_binary_file_is_refused_by_name_not_indexed_as_noise(site: str, tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "guide.md").write_text("# Guide\n\nCaf\xe9 cr\xe8me, in UTF-8.\n")
+    (docs / "manual.pdf").write_bytes(PDF)
+    (docs / "logo.png").write_bytes(PNG)
+    with pytest.raises(SourceError, match=r"logo\.png is not a text document .* --exclude or RAGLINE_EXCLUDE"):
+        load_source(str(docs), ["**"], [], tmp_path / "data")
+    with pytest.raises(SourceError, match=r"manual\.pdf is not a text document"):
+        load_source(str(docs), ["**"], ["*.png"], tmp_path / "data")
+    [guide] = load_source(str(docs), ["**"], ["*.png", "*.pdf"], tmp_path / "data")
+    assert "Café crème" in guide.text
+    # A page fetched from a site is read the same way.
+    (tmp_path / "www" / "docs" / "manual.pdf").write_bytes(PDF)
+    listing = tmp_path / "urls.txt"
+    listing.write_text(f"{site}/docs/manual.pdf\n")
+    with pytest.raises(SourceError, match=r"docs/manual\.pdf is not a text document"):
+        load_source(f"urls+{listing}", ["**"], [], tmp_path, FetchPolicy(delay_seconds=0.0))
