@@ -110,6 +110,10 @@ QUESTIONS = [
     ("How do I leave some files out of the index?", "configuration.md operations.md cli.md"),
     ("How much memory does ragline need?", "operations.md"),
     ("Does ragline work without internet access?", "quickstart.md"),
+    ("Can ragline index PDF files?", "configuration.md"),
+    ("How do I run ragline in Docker?", "operations.md"),
+    ("How do I rotate the root access token?", "operations.md quickstart.md"),
+    ("How do I upgrade ragline?", "operations.md"),
 ]
 
 
