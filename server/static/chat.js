@@ -11,6 +11,19 @@ const FENCED = /^(`{3,}|~{3,})[^\n]*\n([\s\S]*?)\n[ \t]*\1(?!`)/;
 // A list item ("- ...", "1. ...") arrives as a sentence of its own, on its own line in the answer.
 const ITEM = /^(?:[-*+]|\d{1,3}[.)])\s/;
 
+// Inline code between ticks: as a model writes it, and as a quote keeps a code span that holds * or _ (a glob,
+// a cron line, __init__.py), so the reader sees it is code.
+const INLINE_CODE = /`([^`\n]+)`/g;
+
+function appendInline(node, text) {
+  let last = 0;
+  for (const match of text.matchAll(INLINE_CODE)) {
+    node.append(text.slice(last, match.index), Ragline.el("code", {}, match[1]));
+    last = match.index + match[0].length;
+  }
+  node.append(text.slice(last));
+}
+
 function sentenceNode(text) {
   const fenced = text.match(FENCED);
   if (fenced) {
@@ -21,13 +34,13 @@ function sentenceNode(text) {
   const node = Ragline.el("p", { class: ITEM.test(text) ? "sentence item" : "sentence" });
   let last = 0;
   for (const match of text.matchAll(MARKER)) {
-    node.append(text.slice(last, match.index));
+    appendInline(node, text.slice(last, match.index));
     const cite = Ragline.el("span", { class: "cite", "data-chunk": match[1], title: "open the cited passage" }, "[source]");
     cite.addEventListener("click", () => showPassage(match[1]));
     node.append(cite);
     last = match.index + match[0].length;
   }
-  node.append(text.slice(last));
+  appendInline(node, text.slice(last));
   return node;
 }
 

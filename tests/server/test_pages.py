@@ -96,6 +96,19 @@ def test_chat_and_console_in_a_real_browser(live_url: str, browser: webdriver.Ch
     assert browser.find_element(By.ID, "problem").text == ""
 
 
+def test_inline_code_in_an_answer_is_shown_as_code(live_url: str, browser: webdriver.Chrome) -> None:
+    """The chat page's own rendering of one sentence (a quote keeps the ticks of a span holding * or _)."""
+    browser.get(live_url + "/")
+    codes, text, cites = browser.execute_script(
+        "const node = sentenceNode(arguments[0]);"
+        "return [[...node.querySelectorAll('code')].map((c) => c.textContent), node.textContent,"
+        " node.querySelectorAll('.cite').length];",
+        "Set `RAGLINE_INCLUDE='[\"**/*.md\"]'` and keep `__init__.py` [C:abc-1].",
+    )
+    assert codes == ["RAGLINE_INCLUDE='[\"**/*.md\"]'", "__init__.py"]
+    assert text == "Set RAGLINE_INCLUDE='[\"**/*.md\"]' and keep __init__.py[source]." and cites == 1
+
+
 def test_passage_route_opens_a_citation(server_env: ServerEnv) -> None:
     from fastapi.testclient import TestClient
 
