@@ -42,7 +42,7 @@ def split_sentences(text: str) -> list[str]:
 
     ASCII terminators end a sentence only before white space (so `8.5` and `app.py` stay whole);
     CJK and Indic terminators end one wherever they stand. The full stop of "e.g.", "i.e.", "vs." and "cf." ends
-    no sentence, that of "etc." only one followed by a capital letter. A list item ("- ...", "1. ..." at the start of a
+    no sentence, that of "etc." only one followed by a capital letter, and an ellipsis none followed by a lowercase word. A list item ("- ...", "1. ..." at the start of a
     line) is one sentence to the end of its line, its number and its inner full stops included: an answer
     shows each item on a line of its own, with its marker. A fenced code block is read whole, to its
     closing fence (or to the end of a text still arriving): a full stop inside code ends nothing. A closed
@@ -86,7 +86,11 @@ def split_sentences(text: str) -> list[str]:
 
 
 def _continues_after_abbreviation(text: str, i: int) -> bool:
-    """The full stop at `i` closes an abbreviation that does not end the sentence there."""
+    """The full stop at `i` closes an abbreviation that does not end the sentence there, or an ellipsis
+    followed by a lowercase word ("the ... means required", "a message (... is not a text document)")."""
+    if text[max(0, i - 2) : i + 1] == "...":
+        following = _NEXT_CHAR.match(text, i + 1).group(1)  # type: ignore[union-attr]  # it matches the empty string
+        return following.islower()
     found = _ABBREVIATION.search(text, max(0, i - 4), i + 1)
     if found is None:
         return False

@@ -93,3 +93,11 @@ def test_an_abbreviation_ends_a_sentence_only_where_a_sentence_ends() -> None:
     ]
     # A word that only ends like one is no abbreviation.
     assert split_sentences("Read the fetc. Then go.") == ["Read the fetc.", "Then go."]
+    # An ellipsis before a lowercase word is inside its sentence (a placeholder, a trailing-off clause); before a
+    # capital letter it ends one.
+    text = "The build fails with a message (... is not a text document). Wait for it... Done."
+    assert split_sentences(text) == [
+        "The build fails with a message (... is not a text document).",
+        "Wait for it...",
+        "Done.",
+    ]
