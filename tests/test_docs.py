@@ -114,6 +114,9 @@ QUESTIONS = [
     ("How do I run ragline in Docker?", "operations.md"),
     ("How do I rotate the root access token?", "operations.md quickstart.md"),
     ("How do I upgrade ragline?", "operations.md"),
+    ("How do I call the API from Python?", "api.md"),
+    ("What happens when the language model is down?", "language-models.md operations.md"),
+    ("Which models are packaged with ragline?", "architecture.md"),
 ]
 
 
