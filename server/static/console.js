@@ -18,6 +18,36 @@ function counts(node, values, empty) {
   node.append(entries.map(([k, v]) => `${k}: ${v}`).join(" · "));
 }
 
+const fixed = (x, digits = 3) => (typeof x === "number" ? x.toFixed(digits) : String(x ?? ""));
+
+// The latest evaluation as a table when its shape is known: an A/B run (`ragline eval ab`: every metric of
+// variant b against a, with the paired 95% interval and the sign test's p) or a retrieval run (per mode);
+// any other result file as its JSON.
+function evalView(results) {
+  if (Array.isArray(results.comparisons)) {
+    const rows = results.comparisons.map((c) => [
+      c.metric, `${c.a} → ${c.b}`, fixed(c.value_a), fixed(c.value_b), fixed(c.diff),
+      `[${fixed(c.ci95[0])}, ${fixed(c.ci95[1])}]`, fixed(c.p_value),
+    ]);
+    const node = el("table", { id: "eval-table" });
+    table(node, ["metric", "variants", "a", "b", "b − a", "95% CI", "p"], rows);
+    return node;
+  }
+  if (results.modes && typeof results.modes === "object") {
+    const modes = Object.entries(results.modes);
+    // Retrieval runs report evidence@k and MRR; BEIR runs nDCG@10 and recall@100: the columns present.
+    const metrics = ["evidence@1", "evidence@5", "mrr@10", "ndcg@10", "recall@100"].filter((k) =>
+      modes.some(([, m]) => k in m)
+    );
+    const rows = modes.map(([mode, m]) => [mode, String(m.n ?? ""), ...metrics.map((k) => fixed(m[k])),
+      (m.misses || []).join(", ")]);
+    const node = el("table", { id: "eval-table" });
+    table(node, ["mode", "n", ...metrics, "misses"], rows);
+    return node;
+  }
+  return el("pre", {}, JSON.stringify(results, null, 2).slice(0, 4000));
+}
+
 async function activate(version) {
   try {
     await Ragline.json("POST", `/v1/admin/index/${encodeURIComponent(version)}/activate`);
@@ -72,7 +102,7 @@ async function refresh() {
     else
       $("evals").append(
         el("div", { class: "muted" }, evals.file),
-        el("pre", {}, JSON.stringify(evals.results, null, 2).slice(0, 4000))
+        evalView(evals.results)
       );
   } catch (err) {
     if (mine === latest) $("problem").textContent = err.message;

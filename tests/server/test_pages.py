@@ -3,7 +3,9 @@ question and see a cited, streamed answer with its timings; open the console and
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
+from pathlib import Path
 
 import pytest
 from selenium import webdriver
@@ -13,6 +15,7 @@ from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import WebDriverWait
 
+from pipelines.settings import PROJECT_ROOT
 from server.app import create_app
 from tests.server.conftest import ServerEnv, live_server
 
@@ -107,6 +110,30 @@ def test_inline_code_in_an_answer_is_shown_as_code(live_url: str, browser: webdr
     )
     assert codes == ["RAGLINE_INCLUDE='[\"**/*.md\"]'", "__init__.py"]
     assert text == "Set RAGLINE_INCLUDE='[\"**/*.md\"]' and keep __init__.py[source]." and cites == 1
+
+
+def test_console_shows_the_latest_ab_run_as_a_table(
+    server_env: ServerEnv, browser: webdriver.Chrome, tmp_path: Path
+) -> None:
+    """An A/B result (`ragline eval ab`'s JSON) is read as a table of metrics, not as raw JSON."""
+    run = json.loads((PROJECT_ROOT / "evals" / "results" / "fastapi_en.ab_bridge.json").read_text())
+    latest = tmp_path / "ab.json"
+    latest.write_text(json.dumps(run))
+    settings = server_env.settings.model_copy(update={"evals_results": latest})
+    with live_server(settings, server_env.stores) as url:
+        browser.get(url + "/console")
+        token = browser.find_element(By.ID, "token")
+        token.clear()
+        token.send_keys(server_env.admin_token, Keys.TAB)
+        WebDriverWait(browser, 60).until(ec.presence_of_element_located((By.CSS_SELECTOR, "#eval-table td")))
+        rows = [
+            [cell.text for cell in row.find_elements(By.TAG_NAME, "td")]
+            for row in browser.find_elements(By.CSS_SELECTOR, "#eval-table tr")[1:]
+        ]
+    first = run["comparisons"][0]
+    assert len(rows) == len(run["comparisons"])
+    assert rows[0][:3] == [first["metric"], f"{first['a']} → {first['b']}", f"{first['value_a']:.3f}"]
+    assert rows[0][-1] == f"{first['p_value']:.3f}"
 
 
 def test_passage_route_opens_a_citation(server_env: ServerEnv) -> None:
