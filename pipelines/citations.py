@@ -42,7 +42,8 @@ def split_sentences(text: str) -> list[str]:
 
     ASCII terminators end a sentence only before white space (so `8.5` and `app.py` stay whole);
     CJK and Indic terminators end one wherever they stand. The full stop of "e.g.", "i.e.", "vs." and "cf." ends
-    no sentence, that of "etc." only one followed by a capital letter, and an ellipsis none followed by a lowercase word. A list item ("- ...", "1. ..." at the start of a
+    no sentence, that of "etc." only one followed by a capital letter, and an ellipsis none followed by a
+    lowercase word. A list item ("- ...", "1. ..." at the start of a
     line) is one sentence to the end of its line, its number and its inner full stops included: an answer
     shows each item on a line of its own, with its marker. A fenced code block is read whole, to its
     closing fence (or to the end of a text still arriving): a full stop inside code ends nothing. A closed
