@@ -24,8 +24,10 @@ _FENCE = re.compile(r"(```|~~~).*?(\1|\Z)", re.S)
 # Emphasis and code markup, but not the underscores inside identifiers such as RAGLINE_PORT.
 _MARKUP = re.compile(r"[*`]+|(?<!\w)_+|_+(?!\w)|^\s*>+\s?", re.M)
 _LINK = re.compile(r"\[([^\]]+)\]\([^)]*\)")
-# An inline code span on one line: its ticks, and its content as written (spaces trimmed as CommonMark does).
-_CODE_SPAN = re.compile(r"(`+) ?([^`\n]+?) ?\1(?!`)")
+# An inline code span on one line, as CommonMark reads it: a run of ticks opens it and the next run of as many
+# closes it, so `` ` `` holds a tick.
+_CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)([^\n]+?)(?<!`)\1(?!`)")
+_TICKS = re.compile(r"`+")
 # Set-aside spans stand in the text as private-use characters (not word characters, like the ticks they replace).
 _SPAN_MARK = 0xF0000
 _SPAN_MARKS = re.compile("[\U000f0000-\U000ffffd]")
@@ -92,7 +94,9 @@ def plain(text: str) -> str:
 
     def aside(match: re.Match[str]) -> str:
         code = match.group(2)
-        spans.append(code if _MARKUP.sub("", code) == code else f"`{code}`")
+        if len(code) > 2 and code.startswith(" ") and code.endswith(" ") and code.strip():
+            code = code[1:-1]  # CommonMark drops one space on each side
+        spans.append(code if _MARKUP.sub("", code) == code else _ticked(code))
         return chr(_SPAN_MARK + len(spans) - 1)
 
     def back(match: re.Match[str]) -> str:
@@ -101,6 +105,14 @@ def plain(text: str) -> str:
 
     stripped = _MARKUP.sub("", _CODE_SPAN.sub(aside, _LINK.sub(r"\1", text)))
     return _SPAN_MARKS.sub(back, stripped) if spans else stripped
+
+
+def _ticked(code: str) -> str:
+    """`code` as a code span again: in more ticks than any run inside it, with a space each side when it
+    starts or ends with a tick (`` ` `` for a lone tick)."""
+    ticks = "`" * (max((len(run) for run in _TICKS.findall(code)), default=0) + 1)
+    pad = " " if code.startswith("`") or code.endswith("`") else ""
+    return f"{ticks}{pad}{code}{pad}{ticks}"
 
 
 def table_rows(lines: Sequence[str]) -> list[str]:

@@ -13,12 +13,14 @@ const ITEM = /^(?:[-*+]|\d{1,3}[.)])\s/;
 
 // Inline code between ticks: as a model writes it, and as a quote keeps a code span that holds * or _ (a glob,
 // a cron line, __init__.py), so the reader sees it is code.
-const INLINE_CODE = /`([^`\n]+)`/g;
+// As CommonMark reads it: a run of ticks opens a span, the next run of as many closes it (`` ` `` holds a tick).
+const INLINE_CODE = /(?<!`)(`+)(?!`)([^\n]+?)(?<!`)\1(?!`)/g;
 
 function appendInline(node, text) {
   let last = 0;
   for (const match of text.matchAll(INLINE_CODE)) {
-    node.append(text.slice(last, match.index), Ragline.el("code", {}, match[1]));
+    const code = /^ .*[^ ].* $/.test(match[2]) ? match[2].slice(1, -1) : match[2];
+    node.append(text.slice(last, match.index), Ragline.el("code", {}, code));
     last = match.index + match[0].length;
   }
   node.append(text.slice(last));

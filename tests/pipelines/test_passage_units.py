@@ -69,6 +69,11 @@ def test_a_code_span_keeps_its_stars_and_underscores_while_emphasis_goes() -> No
     # A span with markup characters keeps its ticks, so a unit read again (CRAG's strips) stays the same.
     assert units == ['Set RAGLINE_INCLUDE to `["**/*.md"]`: a bold word, this and `__init__.py` read as written.']
     assert prose_units(" ".join(units)) == units
+    # A span of two ticks holds a tick; read wrongly, the spans after it ran into their neighbours' words.
+    text = "Matching ignores the characters `` ` `` and `*`. Then set `RAGLINE_GOLDEN_FILE` to it."
+    units = prose_units(text)
+    assert units == ["Matching ignores the characters `` ` `` and `*`.", "Then set RAGLINE_GOLDEN_FILE to it."]
+    assert prose_units(" ".join(units)) == units
     # In a table cell too; a link keeps its text, code span or not.
     rows = prose_units("| when | what |\n|---|---|\n| `0 3 * * *` | the [`nightly`](ops.md#x) build runs |")
     assert rows == ["`0 3 * * *` | the nightly build runs"]

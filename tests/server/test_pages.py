@@ -106,10 +106,10 @@ def test_inline_code_in_an_answer_is_shown_as_code(live_url: str, browser: webdr
         "const node = sentenceNode(arguments[0]);"
         "return [[...node.querySelectorAll('code')].map((c) => c.textContent), node.textContent,"
         " node.querySelectorAll('.cite').length];",
-        "Set `RAGLINE_INCLUDE='[\"**/*.md\"]'` and keep `__init__.py` [C:abc-1].",
+        "Set `RAGLINE_INCLUDE='[\"**/*.md\"]'` and keep `__init__.py`, not `` ` `` [C:abc-1].",
     )
-    assert codes == ["RAGLINE_INCLUDE='[\"**/*.md\"]'", "__init__.py"]
-    assert text == "Set RAGLINE_INCLUDE='[\"**/*.md\"]' and keep __init__.py[source]." and cites == 1
+    assert codes == ["RAGLINE_INCLUDE='[\"**/*.md\"]'", "__init__.py", "`"]
+    assert text == "Set RAGLINE_INCLUDE='[\"**/*.md\"]' and keep __init__.py, not `[source]." and cites == 1
 
 
 def test_console_shows_the_latest_ab_run_as_a_table(
