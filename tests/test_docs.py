@@ -117,6 +117,8 @@ QUESTIONS = [
     ("How do I call the API from Python?", "api.md"),
     ("What happens when the language model is down?", "language-models.md operations.md"),
     ("Which models are packaged with ragline?", "architecture.md"),
+    ("What is evidence@5?", "operations.md"),
+    ("How long does an evaluation take?", "operations.md"),
 ]
 
 
