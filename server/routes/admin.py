@@ -103,13 +103,20 @@ async def stats(request: Request) -> dict[str, Any]:
     return request.app.state.metrics.snapshot()  # type: ignore[no-any-return]
 
 
+def newest_result(folder: Path) -> Path | None:
+    """The newest A/B result under `folder` (a JSON file with its Markdown report beside it, as `ragline eval
+    ab` writes them), else the newest JSON: the console shows the latest comparison once one exists (issue 6)."""
+    found = sorted(folder.glob("**/*.json"), key=lambda p: (p.stat().st_mtime, p.name))
+    compared = [p for p in found if p.with_suffix(".md").exists()]
+    return (compared or found)[-1] if found else None
+
+
 @router.get("/v1/admin/evals/latest")
 async def latest_evals(settings: SettingsDep) -> dict[str, Any]:
-    """The newest evaluation results file (RAGLINE_EVALS_RESULTS, or the newest JSON under evals/results/)."""
+    """The latest evaluation results file: RAGLINE_EVALS_RESULTS, or `newest_result` of evals/results/."""
     path = settings.evals_results
     if path is None:
-        found = sorted((PROJECT_ROOT / "evals" / "results").glob("**/*.json"), key=lambda p: p.stat().st_mtime)
-        path = found[-1] if found else None
+        path = newest_result(PROJECT_ROOT / "evals" / "results")
     if path is None or not Path(path).exists():
         return {"file": None, "results": None}
     try:

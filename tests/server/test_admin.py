@@ -2,12 +2,15 @@
 
 from __future__ import annotations
 
+import os
 import time
+from pathlib import Path
 from typing import Any
 
 from fastapi.testclient import TestClient
 
 from server.builds import BuildRequestBody
+from server.routes.admin import newest_result
 from tests.server.conftest import ROOT, AppFactory, ServerEnv, fresh_question
 
 
@@ -77,3 +80,18 @@ def test_cache_flush_empties_the_answer_cache(client: TestClient, server_env: Se
     flushed = client.post("/v1/admin/cache/flush", headers=server_env.headers(server_env.admin_token))
     assert flushed.status_code == 200 and flushed.json()["deleted"] >= 1
     assert client.post("/v1/query", json=question, headers=ROOT).json()["cache"] == "miss"
+
+
+def test_the_console_shows_the_latest_ab_run_once_one_exists(tmp_path: Path) -> None:
+    """`ragline eval ab` writes a Markdown report beside its JSON: the newest such run wins over newer
+    retrieval or answer runs, and without one the newest JSON is shown."""
+    results = tmp_path / "results"
+    results.mkdir()
+    assert newest_result(results) is None
+    for age, name in enumerate(["set.ab_old.json", "set.ab_new.json", "set.retrieval.json"]):
+        (results / name).write_text("{}")
+        os.utime(results / name, (1_000_000 + age, 1_000_000 + age))
+    assert newest_result(results) == results / "set.retrieval.json"
+    for name in ("set.ab_old.md", "set.ab_new.md"):
+        (results / name).write_text("# A/B\n")
+    assert newest_result(results) == results / "set.ab_new.json"
