@@ -26,7 +26,7 @@ _MARKUP = re.compile(r"[*`]+|(?<!\w)_+|_+(?!\w)|^\s*>+\s?", re.M)
 _LINK = re.compile(r"\[([^\]]+)\]\([^)]*\)")
 # An inline code span on one line, as CommonMark reads it: a run of ticks opens it and the next run of as many
 # closes it, so `` ` `` holds a tick.
-_CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)([^\n]+?)(?<!`)\1(?!`)")
+CODE_SPAN = re.compile(r"(?<!`)(`+)(?!`)([^\n]+?)(?<!`)\1(?!`)")  # group 2: the content
 _TICKS = re.compile(r"`+")
 # Set-aside spans stand in the text as private-use characters (not word characters, like the ticks they replace).
 _SPAN_MARK = 0xF0000
@@ -103,7 +103,7 @@ def plain(text: str) -> str:
         at = ord(match.group(0)) - _SPAN_MARK
         return spans[at] if at < len(spans) else match.group(0)  # a page's own private-use character stays
 
-    stripped = _MARKUP.sub("", _CODE_SPAN.sub(aside, _LINK.sub(r"\1", text)))
+    stripped = _MARKUP.sub("", CODE_SPAN.sub(aside, _LINK.sub(r"\1", text)))
     return _SPAN_MARKS.sub(back, stripped) if spans else stripped
 
 

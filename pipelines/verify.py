@@ -8,8 +8,8 @@ or version makes a wrong answer, and so does a right port given to another comma
 a code span count as identifiers. A sentence that negates what the passage affirms, or the other way
 round, has its score halved as well ("`0` is not forbidden" against "`0` is forbidden": every word is
 there). It asks "does this text say this?" more strictly than a similarity score would: every word
-the sentence adds beyond the passage lowers it. Measured on labelled pairs
-by `evals/verify_pairs.py` (docs/operations.md). Chinese and Japanese text, written without spaces, is
+the sentence adds beyond the passage lowers it. Measured on labelled pairs by `evals/verify_pairs.py`
+(docs/operations.md). Chinese and Japanese text, written without spaces, is
 compared by overlapping character pairs (as BM25 reads it): a paraphrased Chinese sentence is a run of
 characters that never occurs whole in its passage.
 
@@ -26,7 +26,7 @@ from functools import lru_cache
 from pipelines.bm25 import analyze_snowball
 from pipelines.citations import split_sentences, strip_markers
 from pipelines.llm_harness import LLMHarness
-from pipelines.passage_units import plain
+from pipelines.passage_units import CODE_SPAN, plain
 
 
 def terms_of(text: str) -> list[str]:
@@ -36,7 +36,6 @@ def terms_of(text: str) -> list[str]:
 
 _NUMBER = re.compile(r"^\d[\d.,:]*$")
 _IDENTIFIER = re.compile(r"[_.\-/]|[a-z][A-Z]|\d")
-_CODE_SPAN = re.compile(r"`([^`\n]+)`")
 # Words joined by hyphens or slashes: prose writes them either way ("JavaScript/CSS", "JavaScript and CSS").
 _COMPOUND = re.compile(r"[^\W\d_]+(?:[-/][^\W\d_]+)+")
 # Words that carry no claim of their own in an answer sentence.
@@ -107,7 +106,7 @@ def claim_terms(sentence: str) -> dict[str, float]:
 
 
 def _code_words(text: str) -> set[str]:
-    return {term for span in _CODE_SPAN.findall(text) for term in terms_of(span) if len(term) >= 2}
+    return {term for span in CODE_SPAN.finditer(text) for term in terms_of(span.group(2)) if len(term) >= 2}
 
 
 def exact_terms(sentence: str) -> set[str]:

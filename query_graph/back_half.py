@@ -19,7 +19,7 @@ from pipelines.generators_litellm import PROMPT_VERSION
 from pipelines.llm_harness import GenerationUnavailable, LLMHarness
 from pipelines.ports import StoreUnavailable
 from pipelines.rerank import CrossEncoderReranker, RerankUnavailable
-from pipelines.settings import Settings
+from pipelines.settings import PROJECT_ROOT, Settings
 from pipelines.translations import OriginalsCache
 from query_graph.driver import DriverCache
 from query_graph.variants import VARIANTS, UnknownVariant, default_variants, resolve_variants
@@ -122,11 +122,10 @@ ANSWER_SETTINGS = (
 # The packages whose code turns a question into an answer (the ingestion's changes reach answers through the
 # index's content version, which the namespace holds already).
 ANSWER_CODE = ("pipelines", "query_graph")
-ROOT = Path(__file__).resolve().parent.parent
 
 
 @cache
-def code_digest(root: Path = ROOT) -> str:
+def code_digest(root: Path = PROJECT_ROOT) -> str:
     """A digest of every source file of `ANSWER_CODE`: part of the cache namespace, so an upgrade of ragline
     never serves an answer that the old code chose, quoted or checked. A version constant per rule set would
     have to be raised by hand at each change, and was not for several of them; servers running the same code
