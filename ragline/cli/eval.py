@@ -116,6 +116,8 @@ def rerank_scorer(settings: Settings) -> Any:
 
 
 def _write(out: str, report: dict[str, Any]) -> Path:
+    """Write a report with the time it was written, which orders results on /console (`written_at`)."""
+    report.setdefault("written_at", now_iso())
     path = Path(out)
     path.parent.mkdir(parents=True, exist_ok=True)
     path.write_text(json.dumps(report, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")

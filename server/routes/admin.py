@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 from pathlib import Path
 from typing import Any
@@ -12,7 +13,7 @@ from starlette.concurrency import run_in_threadpool
 
 from pipelines.cache_redis import CacheUnavailable
 from pipelines.ports import StoreUnavailable
-from pipelines.settings import PROJECT_ROOT
+from pipelines.settings import PROJECT_ROOT, Settings
 from server.builds import BuildRequestBody, BuildTracker, NoLauncher
 from server.deps import AdminScope, ServiceDep, SettingsDep
 from server.errors import ApiError
@@ -103,20 +104,42 @@ async def stats(request: Request) -> dict[str, Any]:
     return request.app.state.metrics.snapshot()  # type: ignore[no-any-return]
 
 
+def written_at(path: Path) -> str:
+    """When a result was written: the `written_at` every `ragline eval` report carries, else the file's
+    modification time. The stamp, not the mtime, orders results in a fresh clone, where every file has
+    its checkout time."""
+    try:
+        stamp = json.loads(path.read_text(encoding="utf-8")).get("written_at")
+    except (OSError, ValueError, AttributeError):  # unreadable, not JSON, or not an object
+        stamp = None
+    if isinstance(stamp, str):
+        return stamp
+    return dt.datetime.fromtimestamp(path.stat().st_mtime, dt.UTC).isoformat(timespec="seconds")
+
+
 def newest_result(folder: Path) -> Path | None:
     """The newest A/B result under `folder` (a JSON file with its Markdown report beside it, as `ragline eval
     ab` writes them), else the newest JSON: the console shows the latest comparison once one exists (issue 6)."""
-    found = sorted(folder.glob("**/*.json"), key=lambda p: (p.stat().st_mtime, p.name))
+    found = list(folder.glob("**/*.json"))
     compared = [p for p in found if p.with_suffix(".md").exists()]
-    return (compared or found)[-1] if found else None
+    return max(compared or found, key=lambda p: (written_at(p), p.name), default=None)
+
+
+def latest_ab_pointer(settings: Settings) -> Path | None:
+    """The A/B report `ragline eval ab` last wrote, wherever its --out put it (the pointer in the data dir)."""
+    pointer = settings.data_dir / "evals" / "latest.json"
+    try:
+        path = Path(json.loads(pointer.read_text(encoding="utf-8"))["json"])
+    except (OSError, ValueError, KeyError, TypeError):
+        return None
+    return path if path.exists() else None
 
 
 @router.get("/v1/admin/evals/latest")
 async def latest_evals(settings: SettingsDep) -> dict[str, Any]:
-    """The latest evaluation results file: RAGLINE_EVALS_RESULTS, or `newest_result` of evals/results/."""
-    path = settings.evals_results
-    if path is None:
-        path = newest_result(PROJECT_ROOT / "evals" / "results")
+    """The latest evaluation results file: RAGLINE_EVALS_RESULTS, else the last `ragline eval ab` run of this
+    data dir, else `newest_result` of evals/results/."""
+    path = settings.evals_results or latest_ab_pointer(settings) or newest_result(PROJECT_ROOT / "evals" / "results")
     if path is None or not Path(path).exists():
         return {"file": None, "results": None}
     try:

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import datetime as dt
 import json
 import os
 import subprocess
@@ -57,7 +58,9 @@ def test_eval_retrieval_writes_the_contract_and_reuses_its_index(
     first = ragline(env, *args, "--modes", "dense,bm25,hybrid", "--out", str(out))
     assert first.returncode == 0, first.stderr
     report = json.loads(out.read_text())
-    assert set(report) == {"index", "query_embedding_ms", "modes"}
+    assert set(report) == {"index", "query_embedding_ms", "modes", "written_at"}
+    # When it was written orders results on /console; a fresh clone's file times cannot.
+    assert abs(dt.datetime.fromisoformat(report["written_at"]) - dt.datetime.now(dt.UTC)) < dt.timedelta(minutes=10)
     assert {"content_version", "fingerprint", "chunks", "strategy"} <= set(report["index"])
     assert report["index"]["strategy"] == "heading_packed" and report["index"]["chunks"] >= 3
     assert set(report["query_embedding_ms"]) == {"p50", "p95"}

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import time
 from pathlib import Path
@@ -9,8 +10,9 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
+from pipelines.settings import Settings
 from server.builds import BuildRequestBody
-from server.routes.admin import newest_result
+from server.routes.admin import latest_ab_pointer, newest_result, written_at
 from tests.server.conftest import ROOT, AppFactory, ServerEnv, fresh_question
 
 
@@ -95,3 +97,37 @@ def test_the_console_shows_the_latest_ab_run_once_one_exists(tmp_path: Path) -> 
     for name in ("set.ab_old.md", "set.ab_new.md"):
         (results / name).write_text("# A/B\n")
     assert newest_result(results) == results / "set.ab_new.json"
+
+
+def test_the_console_orders_results_by_when_they_were_written(tmp_path: Path) -> None:
+    """In a fresh clone every file has its checkout time: the `written_at` inside a report decides, and a file
+    without one (or not JSON at all) falls back to its modification time."""
+    results = tmp_path / "results"
+    results.mkdir()
+    stamps = {"set.ab_later.json": "2026-12-01T10:00:00+00:00", "set.ab_earlier.json": "2026-11-30T10:00:00+00:00"}
+    for age, (name, stamp) in enumerate(stamps.items()):  # the later run gets the older file time
+        (results / name).write_text(json.dumps({"comparisons": [], "written_at": stamp}))
+        (results / name).with_suffix(".md").write_text("# A/B\n")
+        os.utime(results / name, (1_000_000 + age, 1_000_000 + age))
+    assert written_at(results / "set.ab_later.json") == "2026-12-01T10:00:00+00:00"
+    assert newest_result(results) == results / "set.ab_later.json"
+    (results / "set.ab_broken.json").write_text("not json")
+    (results / "set.ab_broken.md").write_text("# A/B\n")
+    assert written_at(results / "set.ab_broken.json") > "2026-12-01T10:00:00+00:00"  # written just now
+    assert newest_result(results) == results / "set.ab_broken.json"
+
+
+def test_the_console_shows_the_last_ab_run_of_its_data_dir(tmp_path: Path) -> None:
+    """`ragline eval ab --out` may write anywhere: its pointer in the data dir leads the console there."""
+    settings = Settings(home=tmp_path / "home")
+    assert latest_ab_pointer(settings) is None
+    report = tmp_path / "elsewhere" / "mine.ab.json"
+    report.parent.mkdir()
+    pointer = settings.data_dir / "evals" / "latest.json"
+    pointer.parent.mkdir(parents=True)
+    pointer.write_text(json.dumps({"kind": "ab", "json": str(report)}))
+    assert latest_ab_pointer(settings) is None  # the report it names is gone
+    report.write_text("{}")
+    assert latest_ab_pointer(settings) == report
+    pointer.write_text("{")
+    assert latest_ab_pointer(settings) is None
