@@ -74,6 +74,7 @@ def plan_for(service: QueryService, depth: int, feedback: bool | None = None) ->
         feedback=Feedback.from_settings(s, feedback),
         bridge_depth=s.top_k if s.bridge_hop == "on" else 0,
         bridge_sources=s.bridge_hop_sources,
+        distinct=s.distinct_passages == "on",
     )
 
 

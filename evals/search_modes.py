@@ -54,6 +54,7 @@ class SearchSetup:
     )  # hybrid's BM25 feedback (pipelines/bm25_feedback.py); off by default
     bridge_depth: int = 0  # hybrid's second hop looks at this many hits (the settings' top_k); 0: off
     bridge_sources: int = 3
+    distinct: bool = False  # pass over hits whose passage a better hit's holds (RetrievalPlan.kept_hits)
 
     originals: OriginalsCache = field(default_factory=OriginalsCache)
     bm25_memory: MemoryBM25Cache = field(default_factory=MemoryBM25Cache)  # the feedback's term statistics
@@ -77,6 +78,7 @@ class SearchSetup:
             "feedback": Feedback.from_settings(settings),
             "bridge_depth": settings.top_k if settings.bridge_hop == "on" else 0,
             "bridge_sources": settings.bridge_hop_sources,
+            "distinct": settings.distinct_passages == "on",
         }
         return cls(index=index, strategy=strategy, **{**values, **overrides})
 
@@ -108,6 +110,7 @@ class SearchSetup:
             feedback=self.feedback,
             bridge_depth=self.bridge_depth if mode == "hybrid" else 0,
             bridge_sources=self.bridge_sources,
+            distinct=self.distinct,
         )
 
     def lanes(self, question: str) -> tuple[Lane, ...]:

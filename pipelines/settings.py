@@ -166,6 +166,13 @@ class Settings(BaseSettings):
         ),
     )
     bridge_hop_sources: int = Field(3, ge=1, description="Top hits whose section headings may name a bridge.")
+    distinct_passages: Literal["on", "off"] = Field(
+        "on",
+        description=(
+            "A hit whose passage (the text the generator reads: the chunk with its neighbours) lies inside the "
+            "passage of a better hit of the same page gives its place to the next hit; off: keep both."
+        ),
+    )
     language_filter: str | None = Field(
         None, description="Only retrieve chunks of this language (ISO code); overrides language_route."
     )

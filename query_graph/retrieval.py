@@ -92,6 +92,7 @@ class RetrievalPlan:
     feedback: Feedback = field(default_factory=Feedback)  # BM25 feedback (pipelines/bm25_feedback.py); off by default
     bridge_depth: int = 0  # the list the generator reads (top_k), where a second hop looks; 0: no second hop
     bridge_sources: int = 3  # the first hits whose headings may name a bridge (pipelines/bridge_hop.py)
+    distinct: bool = False  # pass over a hit whose passage lies inside a better hit's (`kept_hits`)
 
     def dense(self, embedding: np.ndarray) -> list[list[Ranked]]:
         return [
@@ -149,8 +150,30 @@ class RetrievalPlan:
         fused = fuse_lanes(
             self.lanes, *lists, self.fusion, self.retrieval, self.rrf_k, self.fusion_weights, self.originals
         )
-        kept = fused[: self.keep]
-        return _candidates(kept, self._payloads([key for key, _ in kept]), dense, sparse)
+        kept, chunks = self.kept_hits(fused)
+        return _candidates(kept, chunks, dense, sparse)
+
+    def kept_hits(self, fused: list[tuple[str, float]]) -> tuple[list[tuple[str, float]], dict[str, Chunk]]:
+        """The first `keep` fused hits and their chunks. With `distinct`, a hit whose passage (what the
+        generator reads) lies inside the passage of a better hit of the same page is passed over, and the
+        next hit takes its place: neighbouring chunks of a page often share one window ("small to big",
+        `RAGLINE_CHUNK_CONTEXT_TOKENS`), and a second copy of a passage would take one of the few places
+        the generator reads. Payloads are read in batches until `keep` distinct hits are found."""
+        if not self.distinct:
+            kept = fused[: self.keep]
+            return kept, self._payloads([key for key, _ in kept])
+        kept: list[tuple[str, float]] = []
+        chunks: dict[str, Chunk] = {}
+        start = 0
+        while len(kept) < self.keep and start < len(fused):
+            batch = fused[start : start + self.keep - len(kept)]
+            start += len(batch)
+            chunks.update(self._payloads([key for key, _ in batch]))
+            for key, score in batch:
+                chunk = chunks.get(key)  # a missing payload stays in: `_candidates` reports the damaged shard
+                if chunk is None or not any(_inside(chunk, chunks.get(better)) for better, _ in kept):
+                    kept.append((key, score))
+        return kept, chunks
 
     def _payloads(self, keys: list[str]) -> dict[str, Chunk]:
         """The kept chunks. When this pass has used the lanes' in-memory BM25 engines (BM25 feedback, or
@@ -224,6 +247,15 @@ class RetrievalPlan:
         return [replace(c, fused_rank=rank) for rank, c in enumerate(ordered, start=1)]
 
 
+def _inside(chunk: Chunk, better: Chunk | None) -> bool:
+    """Whether everything the generator would read of `chunk` is already in `better`'s passage."""
+    return (
+        better is not None
+        and chunk.document_id == better.document_id
+        and chunk.generation_text in better.generation_text
+    )
+
+
 def _pairs(hits: list[Ranked]) -> list[tuple[str, float]]:
     return [(h.key, h.score) for h in hits]
 
@@ -277,6 +309,7 @@ def retrieval_plan(
     originals_cache: OriginalsCache,
     bm25_feedback: str,  # the variant (graph config): CRAG's second retrieval runs the plan as configured
     bridge_hop: str,  # the variant (graph config), as bm25_feedback
+    distinct_passages: str,  # the variant (graph config), as bm25_feedback
     bm25_analyzer: str = "plain",
     bm25_feedback_docs: int = 3,
     bm25_feedback_terms: int = 20,
@@ -308,6 +341,7 @@ def retrieval_plan(
         ),
         bridge_depth=top_k if bridge_hop == "on" and retrieval == "hybrid" else 0,
         bridge_sources=bridge_hop_sources,
+        distinct=distinct_passages == "on",
     )
 
 

@@ -16,6 +16,7 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "fusion": ("rrf", "weighted_rrf", "dbsf", "convex"),
     "bm25_feedback": ("on", "off"),
     "bridge_hop": ("on", "off"),
+    "distinct_passages": ("on", "off"),
     "language_route": ("question_and_source", "question", "all"),
     "rerank": ("none", "cross_encoder"),
     "coverage": ("vocabulary", "off"),

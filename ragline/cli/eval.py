@@ -174,6 +174,7 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
     report["index"]["dense_unit_scope"] = opened.version.chunk_settings.get("dense_unit_scope", "all")
     report["index"]["bm25_feedback"] = setup.feedback.label()
     report["index"]["bridge_hop"] = f"top {setup.bridge_depth}" if setup.bridge_depth else "off"
+    report["index"]["distinct_passages"] = "on" if setup.distinct else "off"
     _write(args.out, report)
     return 0
 

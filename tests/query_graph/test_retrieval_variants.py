@@ -12,6 +12,7 @@ from evals.bench_query import plan_for
 from pipelines.documents import chunk_key
 from pipelines.profiles import Stores
 from pipelines.settings import Settings
+from query_graph.retrieval import Candidate
 from query_graph.service import QueryFailed, QueryService
 from tests.query_graph.harbor import Harbor, harbor_index
 
@@ -149,3 +150,36 @@ def test_kept_chunks_come_from_the_feedback_statistics_without_a_store_call(harb
     stored = with_feedback.vector_index.chunks_by_key(keys)
     assert [c.chunk for c in fed] == [stored[key] for key in keys]
     assert plain[0].chunk.document_id == fed[0].chunk.document_id == "guide/config.md"
+
+
+def _copies(candidates: list[Candidate]) -> list[str]:
+    """Hits whose passage (what the generator reads) lies inside a better hit's passage of the same page."""
+    return [
+        later.chunk.chunk_id
+        for j, later in enumerate(candidates)
+        for better in candidates[:j]
+        if later.chunk.document_id == better.chunk.document_id
+        and later.chunk.generation_text in better.chunk.generation_text
+    ]
+
+
+def test_a_passage_is_read_once_and_the_next_hit_takes_the_place_of_its_copies(harbor: Harbor) -> None:
+    """The fixture's pages are a few short sections each, so every chunk of a page has the whole page as
+    its passage (`RAGLINE_CHUNK_CONTEXT_TOKENS`): without `distinct_passages` the top hits repeat it."""
+    question = "How long does harbor keep build logs, and where does it write them?"
+    depth = 4
+    plain = plan_for(harbor.service(distinct_passages="off"), depth).run(question)
+    distinct = plan_for(harbor.service(distinct_passages="on"), depth).run(question)
+    assert _copies(plain), "the fixture should give copies of one passage among the top hits"
+    assert not _copies(distinct)
+    # The same order, with each copy replaced by the next hit that brings a passage of its own: here each
+    # of the three pages is one passage, so the list runs out at three, one hit a page.
+    kept = [c.chunk.chunk_id for c in plain if c.chunk.chunk_id not in _copies(plain)]
+    assert [c.chunk.chunk_id for c in distinct][: len(kept)] == kept
+    assert sorted(c.chunk.document_id for c in distinct) == ["guide/config.md", "guide/install.md", "reference/cli.md"]
+    # Through the graph: a variant like any other, and the reply lists what the generator was given.
+    reply = harbor.service().answer(question, variants={"distinct_passages": "off"})
+    assert reply["variants"]["distinct_passages"] == "off"
+    on = harbor.service().answer(question)
+    assert on["variants"]["distinct_passages"] == "on"
+    assert len({r["chunk_id"] for r in on["retrieved"]}) == len(on["retrieved"])
