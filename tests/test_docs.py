@@ -119,6 +119,10 @@ QUESTIONS = [
     ("Which models are packaged with ragline?", "architecture.md"),
     ("What is evidence@5?", "operations.md"),
     ("How long does an evaluation take?", "operations.md"),
+    ("Can ragline index a website?", "configuration.md"),
+    ("Why did ragline say it doesn't know?", "operations.md"),
+    ("How do I use a different embedding model?", "configuration.md"),
+    ("How do I change the chunk size?", "configuration.md"),
 ]
 
 
