@@ -9,6 +9,7 @@ in the cited chunk; a control run judges every answer against another question's
 
 from __future__ import annotations
 
+import functools
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -20,6 +21,7 @@ from evals.judge import Judge, JudgedAnswer, strip_markers
 from evals.stats import mean
 from pipelines.citations import LIST_ITEM, MARKER, split_sentences
 from pipelines.documents import Chunk
+from pipelines.passage_units import prose_units
 from pipelines.ports import VectorIndex
 
 log = structlog.get_logger(__name__)
@@ -50,9 +52,17 @@ def statements(answer: str) -> list[Statement]:
 
 def quoted_in(text: str, sources: Sequence[str]) -> bool:
     """The normalised text (less its closing punctuation, and a list item's bullet, which the answer writes
-    as "-" whatever the source's) occurs in one of the normalised sources."""
+    as "-" whatever the source's) occurs in one of the normalised sources, as written or as an answer reads
+    it: the source's quotable units (`prose_units`), where a link is its text and a table row its cells
+    joined by " | ". Read only as written, a quoted sentence holding a link or a table row counted as
+    unsupported."""
     needle = normalise(LIST_ITEM.sub("", text, count=1)).rstrip(".!?。！？ ")
-    return bool(needle) and any(needle in normalise(s) for s in sources)
+    return bool(needle) and any(needle in normalise(s) or needle in _as_read(s) for s in sources)
+
+
+@functools.lru_cache(maxsize=1024)
+def _as_read(source: str) -> str:
+    return normalise(" ".join(prose_units(source)))
 
 
 @dataclass
