@@ -304,3 +304,8 @@ class Settings(BaseSettings):
     @property
     def dagster_dir(self) -> Path:
         return self.data_dir / "dagster"
+
+    @property
+    def ab_pointer_file(self) -> Path:
+        """Where `ragline eval ab` records its last report and the operator console looks for it."""
+        return self.data_dir / "evals" / "latest.json"

@@ -315,7 +315,7 @@ def cmd_eval_ab(args: argparse.Namespace) -> int:
     md = path.with_suffix(".md")
     md.write_text(markdown(report, f"A/B: {', '.join(n.node for n in nodes)}", command.strip()), encoding="utf-8")
     # The server's /console reads this pointer to show the latest A/B report.
-    pointer = base.data_dir / "evals" / "latest.json"
+    pointer = base.ab_pointer_file
     pointer.parent.mkdir(parents=True, exist_ok=True)
     pointer.write_text(
         json.dumps({"kind": "ab", "json": str(path.resolve()), "markdown": str(md.resolve()), "written_at": now_iso()})

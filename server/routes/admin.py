@@ -127,16 +127,14 @@ def newest_result(folder: Path) -> Path | None:
 
 def latest_ab_pointer(settings: Settings) -> Path | None:
     """The A/B report `ragline eval ab` last wrote, wherever its --out put it (the pointer in the data dir)."""
-    pointer = settings.data_dir / "evals" / "latest.json"
     try:
-        path = Path(json.loads(pointer.read_text(encoding="utf-8"))["json"])
+        path = Path(json.loads(settings.ab_pointer_file.read_text(encoding="utf-8"))["json"])
     except (OSError, ValueError, KeyError, TypeError):
         return None
     return path if path.exists() else None
 
 
-@router.get("/v1/admin/evals/latest")
-async def latest_evals(settings: SettingsDep) -> dict[str, Any]:
+def latest_result(settings: Settings) -> dict[str, Any]:
     """The latest evaluation results file: RAGLINE_EVALS_RESULTS, else the last `ragline eval ab` run of this
     data dir, else `newest_result` of evals/results/."""
     path = settings.evals_results or latest_ab_pointer(settings) or newest_result(PROJECT_ROOT / "evals" / "results")
@@ -146,3 +144,9 @@ async def latest_evals(settings: SettingsDep) -> dict[str, Any]:
         return {"file": str(path), "results": json.loads(Path(path).read_text())}
     except ValueError as exc:
         raise ApiError(500, "evals_unreadable", f"{path}: {exc}") from exc
+
+
+@router.get("/v1/admin/evals/latest")
+async def latest_evals(settings: SettingsDep) -> dict[str, Any]:
+    # Choosing reads every A/B report's stamp: file work kept off the event loop.
+    return await run_in_threadpool(latest_result, settings)

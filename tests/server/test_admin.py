@@ -123,7 +123,7 @@ def test_the_console_shows_the_last_ab_run_of_its_data_dir(tmp_path: Path) -> No
     assert latest_ab_pointer(settings) is None
     report = tmp_path / "elsewhere" / "mine.ab.json"
     report.parent.mkdir()
-    pointer = settings.data_dir / "evals" / "latest.json"
+    pointer = settings.ab_pointer_file
     pointer.parent.mkdir(parents=True)
     pointer.write_text(json.dumps({"kind": "ab", "json": str(report)}))
     assert latest_ab_pointer(settings) is None  # the report it names is gone
