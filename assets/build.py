@@ -24,8 +24,8 @@ from assets.ingestion import (
 )
 from assets.resources import IngestionEnv
 from assets.storage import PickleFolderIOManager
-from pipelines import indexing
-from pipelines.indexing import BuildRequest
+from pipelines.ingestion import build
+from pipelines.ingestion.build import BuildRequest
 from pipelines.profiles import Stores
 from pipelines.settings import Settings
 
@@ -68,7 +68,7 @@ def dagster_instance(settings: Settings) -> DagsterInstance:
 
 def planned_version(request: BuildRequest) -> str:
     """The content version a build of this request would produce, without building it."""
-    return indexing.version_of(request, indexing.fetch_documents(request))
+    return build.version_of(request, build.fetch_documents(request))
 
 
 def _check_failure(evaluation: Any) -> str:
@@ -118,8 +118,8 @@ def build_index(
     embeddings to activation. A run materialises one partition, so this is 2 + len(strategies) runs
     sharing values through a per-build folder; a failed run (or blocking check) stops the build."""
     started = time.perf_counter()
-    documents = indexing.fetch_documents(request, settings.data_dir, indexing.fetch_policy(settings))
-    version = indexing.version_of(request, documents)
+    documents = build.fetch_documents(request, settings.data_dir, build.fetch_policy(settings))
+    version = build.version_of(request, documents)
     active = stores.registry.active()
     if active is not None and active.version == version and not force:
         return BuildOutcome(version, False, None, time.perf_counter() - started, active.summary())

@@ -24,8 +24,8 @@ from assets.build import build_index
 from assets.ingestion import INGESTION_ASSETS, INGESTION_CHECKS, STRATEGY_PARTITIONS
 from assets.resources import IngestionResource
 from assets.storage import PickleFolderIOManager
+from pipelines.ingestion.sources import source_fingerprint
 from pipelines.settings import Settings
-from pipelines.sources import source_fingerprint
 
 SETTINGS = Settings()
 

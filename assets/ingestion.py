@@ -1,9 +1,9 @@
 """Ingestion assets: source documents to an active index. Each asset is a thin shell over `pipelines`.
 
-`chunks` is partitioned by strategy (one partition per name in `pipelines.chunkers.STRATEGIES`);
+`chunks` is partitioned by strategy (one partition per name in `pipelines.ingestion.chunkers.STRATEGIES`);
 `embeddings` and `shadow_collection` read every partition that was built and keep the strategies
 the build asked for. Blocking checks sit beside the asset they judge; their logic is in
-`pipelines.index_checks`, their results go to the Dagster UI and the registry's `checks` column.
+`pipelines.ingestion.index_checks`, their results go to the Dagster UI and the registry's `checks` column.
 """
 
 import time
@@ -21,11 +21,12 @@ from dagster import (
 )
 
 from assets.resources import IngestionEnv, IngestionResource
-from pipelines import index_checks, indexing
-from pipelines.chunkers import STRATEGIES
+from pipelines.adapters.embedders import load_embedder
+from pipelines.adapters.registry import IndexVersion
 from pipelines.documents import Chunk, Document
-from pipelines.embedders import load_embedder
-from pipelines.registry import IndexVersion
+from pipelines.ingestion import build, index_checks
+from pipelines.ingestion.chunkers import STRATEGIES
+from pipelines.retrieval import smoke_check
 
 GROUP = "ingestion"
 STRATEGY_PARTITIONS = StaticPartitionsDefinition(list(STRATEGIES))
@@ -39,7 +40,7 @@ def _env(context: Any) -> IngestionEnv:
 
 def _record(env: IngestionEnv, documents: list[Document], results: dict[str, Any], seconds: float, step: str) -> None:
     """Keep check results and their time in the registry row of this content version."""
-    version = indexing.version_of(env.request, documents)
+    version = build.version_of(env.request, documents)
     env.stores.registry.merge(version, checks=results, timings={f"check_{step}_seconds": round(seconds, 3)})
 
 
@@ -63,7 +64,7 @@ def source_documents(context: AssetExecutionContext) -> list[Document]:
     documents = (
         env.prefetched
         if env.prefetched is not None
-        else indexing.fetch_documents(env.request, env.settings.data_dir, indexing.fetch_policy(env.settings))
+        else build.fetch_documents(env.request, env.settings.data_dir, build.fetch_policy(env.settings))
     )
     context.add_output_metadata(
         {"documents": len(documents), "source": env.request.source, "seconds": round(time.perf_counter() - started, 2)}
@@ -76,13 +77,13 @@ def clean_documents(context: AssetExecutionContext, source_documents: list[Docum
     """Documents with markup resolved, titles found and language detected; the version is registered `building`."""
     env = _env(context)
     started = time.perf_counter()
-    documents = indexing.clean_documents(
+    documents = build.clean_documents(
         source_documents,
         language_from_folder=env.settings.language_from_folder,
-        root=indexing.source_root(env.request, env.settings.data_dir),
+        root=build.source_root(env.request, env.settings.data_dir),
     )
     seconds = time.perf_counter() - started
-    indexing.register_building(env.stores, env.request, documents, {"clean_seconds": round(seconds, 3)})
+    build.register_building(env.stores, env.request, documents, {"clean_seconds": round(seconds, 3)})
     languages: dict[str, int] = {}
     for d in documents:
         languages[d.language] = languages.get(d.language, 0) + 1
@@ -112,10 +113,10 @@ def chunks(context: AssetExecutionContext, clean_documents: list[Document]) -> l
     env = _env(context)
     strategy = context.partition_key
     started = time.perf_counter()
-    out = indexing.chunk_documents(clean_documents, env.request, strategy)
+    out = build.chunk_documents(clean_documents, env.request, strategy)
     seconds = time.perf_counter() - started
     tokens = sum(c.token_count for c in out)
-    indexing.record_timing(env.stores, env.request, clean_documents, {f"chunk_{strategy}_seconds": round(seconds, 3)})
+    build.record_timing(env.stores, env.request, clean_documents, {f"chunk_{strategy}_seconds": round(seconds, 3)})
     context.add_output_metadata(
         {
             "strategy": strategy,
@@ -152,11 +153,11 @@ def chunks_are_sound(
 
 
 @asset(group_name=GROUP, required_resource_keys={"ragline"})
-def embeddings(context: AssetExecutionContext, chunks: dict[str, list[Chunk]]) -> indexing.Embeddings:
+def embeddings(context: AssetExecutionContext, chunks: dict[str, list[Chunk]]) -> build.Embeddings:
     """Dense vectors (reused from the embedding cache when text and fingerprint are unchanged) and BM25 vectors
     of the chunks of every strategy the build asked for."""
     env = _env(context)
-    selected = indexing.gather_chunks(chunks, env.request.strategies)
+    selected = build.gather_chunks(chunks, env.request.strategies)
     last = [0.0]
 
     def progress(done: int, total: int) -> None:
@@ -166,7 +167,7 @@ def embeddings(context: AssetExecutionContext, chunks: dict[str, list[Chunk]]) -
             last[0] = time.monotonic()
             context.log.info(f"embedded {done}/{total} new chunks")
 
-    result = indexing.embed_chunks(selected, env.request, env.settings.data_dir / "embedding_cache.sqlite", progress)
+    result = build.embed_chunks(selected, env.request, env.settings.data_dir / "embedding_cache.sqlite", progress)
     rate = result.computed / result.seconds if result.seconds else 0.0
     context.add_output_metadata(
         {
@@ -186,7 +187,7 @@ def embeddings(context: AssetExecutionContext, chunks: dict[str, list[Chunk]]) -
     required_resource_keys={"ragline"},
     description="Vectors are finite, of the model's dimension, normalised, one per chunk.",
 )
-def embeddings_are_sound(context: AssetCheckExecutionContext, embeddings: indexing.Embeddings) -> AssetCheckResult:
+def embeddings_are_sound(context: AssetCheckExecutionContext, embeddings: build.Embeddings) -> AssetCheckResult:
     env = _env(context)
     dimension = load_embedder(env.request.embedding_model).dimension
     results = index_checks.embedding_checks(embeddings.dense, len(embeddings.sparse), dimension)
@@ -198,15 +199,13 @@ def shadow_collection(
     context: AssetExecutionContext,
     clean_documents: list[Document],
     chunks: dict[str, list[Chunk]],
-    embeddings: indexing.Embeddings,
+    embeddings: build.Embeddings,
 ) -> IndexVersion:
     """A new shard (or collection) for this content version holding every strategy's chunks; `checked` when
     its point count equals the chunk count. A forced rebuild of the active version writes a fresh location."""
     env = _env(context)
-    selected = indexing.gather_chunks(chunks, env.request.strategies)
-    record = indexing.write_shadow(
-        env.stores, env.request, clean_documents, selected, embeddings, location=env.location
-    )
+    selected = build.gather_chunks(chunks, env.request.strategies)
+    record = build.write_shadow(env.stores, env.request, clean_documents, selected, embeddings, location=env.location)
     context.add_output_metadata(
         {
             "version": record.version,
@@ -245,7 +244,7 @@ def retrieval_smoke(
 ) -> AssetCheckResult:
     env = _env(context)
     started = time.perf_counter()
-    result = indexing.retrieval_smoke_check(
+    result = smoke_check.retrieval_smoke_check(
         env.stores, env.settings, env.request, shadow_collection, [d.document_id for d in clean_documents]
     )
     env.stores.registry.merge(
@@ -261,7 +260,7 @@ def active_index(context: AssetExecutionContext, shadow_collection: IndexVersion
     """The registry pointer (and, on Qdrant, the alias) to the live version; the previous one stays `retired`
     for rollback; versions past the retention count lose their shard or collection."""
     env = _env(context)
-    summary, dropped = indexing.activate(env.stores, shadow_collection, env.settings.index_retention)
+    summary, dropped = build.activate(env.stores, shadow_collection, env.settings.index_retention)
     context.add_output_metadata(
         {
             "version": summary.version,

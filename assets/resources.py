@@ -9,7 +9,7 @@ from functools import cached_property
 from dagster import ConfigurableResource
 
 from pipelines.documents import Document
-from pipelines.indexing import BuildRequest
+from pipelines.ingestion.build import BuildRequest
 from pipelines.profiles import Stores, open_stores
 from pipelines.settings import Settings
 

@@ -19,10 +19,11 @@ import structlog
 from evals.golden import GoldenQuestion, evidence_rank, normalise, page_at
 from evals.judge import Judge, JudgedAnswer, strip_markers
 from evals.stats import mean
-from pipelines.citations import LIST_ITEM, MARKER, split_sentences
+from pipelines.answering.citations import MARKER, split_sentences
+from pipelines.answering.passage_units import prose_units
 from pipelines.documents import Chunk
-from pipelines.passage_units import prose_units
 from pipelines.ports import VectorIndex
+from pipelines.text.markdown import LIST_ITEM
 
 log = structlog.get_logger(__name__)
 

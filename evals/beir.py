@@ -20,12 +20,12 @@ from typing import Any
 import structlog
 
 from evals.ir_metrics import ndcg_at_k, recall_at_k
-from evals.search_modes import SearchSetup, check_modes, run_mode
 from evals.stats import latency_summary, mean
-from pipelines import indexing
-from pipelines.chunkers import chunk_document
+from evals.studies.search_modes import SearchSetup, check_modes, run_mode
+from pipelines.adapters.embedders import load_embedder
 from pipelines.documents import Chunk, Document, make_chunk_id, sha256_text
-from pipelines.embedders import load_embedder
+from pipelines.ingestion import build
+from pipelines.ingestion.chunkers import chunk_document
 from pipelines.ports import VectorIndex, VectorIndexWriter
 
 log = structlog.get_logger(__name__)
@@ -107,7 +107,7 @@ def chunk_corpus(corpus: Sequence[Document], count: Callable[[str], int], target
             position=0,
             text=doc.text,
         )
-        if count(indexing.embedding_text(whole)) <= limit:
+        if count(build.embedding_text(whole)) <= limit:
             chunks.append(whole)
             continue
         # The title goes in front of every piece by embedding_text, so leave room for it.
@@ -135,7 +135,7 @@ def index_key(
     units = [f"units={unit_tokens}"] if unit_tokens else []
     if unit_tokens and unit_scope != "all":
         units.append(f"unit_scope={unit_scope}")
-    digest.update(json.dumps([fingerprint, target, limit, indexing.ANALYZER_VERSION, *analyzer, *units]).encode())
+    digest.update(json.dumps([fingerprint, target, limit, build.ANALYZER_VERSION, *analyzer, *units]).encode())
     return digest.hexdigest()[:12]
 
 
@@ -158,7 +158,7 @@ def build_or_reuse(
     started = time.perf_counter()
     embedder = load_embedder(embedding_model)
     chunks = chunk_corpus(data.corpus, embedder.count_tokens, target, limit)
-    request = indexing.BuildRequest(
+    request = build.BuildRequest(
         source=str(folder),
         include=(),
         exclude=(),
@@ -180,9 +180,9 @@ def build_or_reuse(
     # Embed in slices so a stopped build keeps what it embedded (the cache is written per call);
     # the final call reads every vector back and computes BM25 over the whole corpus.
     for start in range(0, len(chunks), 512):
-        indexing.embed_chunks(chunks[start : start + 512], request, cache)
+        build.embed_chunks(chunks[start : start + 512], request, cache)
         log.info("beir_embedding", done=min(start + 512, len(chunks)), total=len(chunks))
-    embeddings = indexing.embed_chunks(chunks, request, cache, progress)
+    embeddings = build.embed_chunks(chunks, request, cache, progress)
     out = writer(folder / key / "shard", embedder.dimension, embeddings.units is not None)
     out.upsert(chunks, embeddings.dense, embeddings.sparse, embeddings.units)
     out.close()

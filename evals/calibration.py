@@ -14,10 +14,10 @@ The rules pick points from distributions, never from one question:
   for its opposite ("optional"/"required": a false hit there is a wrong answer); positives are
   rewordings made by generic rewrites of every golden question ("How do I" -> "How can I", a polite
   prefix, no question mark...). Vectors alone cannot separate them (the swaps score up to 0.99), so
-  a hit also needs the same lexical signature (`pipelines.semantic_cache.lexical_signature`); the
+  a hit also needs the same lexical signature (`pipelines.caching.semantic.lexical_signature`); the
   threshold is a margin above the highest negative the signature lets through.
 - **CRAG bands** (`fit_crag_bands`): the graded top score of each golden question through the query
-  graph, fitted by `pipelines.crag.fit_bands` (answerable vs abstain questions).
+  graph, fitted by `pipelines.answering.crag.fit_bands` (answerable vs abstain questions).
 """
 
 from __future__ import annotations
@@ -33,11 +33,11 @@ from typing import Any
 import numpy as np
 
 from evals.golden import GoldenQuestion, load_golden
-from pipelines import dense_units
-from pipelines.calibration_file import calibration_path, write_calibration
-from pipelines.semantic_cache import lexical_signature
+from pipelines.caching.semantic import lexical_signature
+from pipelines.guardrails.calibration import calibration_path, write_calibration
+from pipelines.guardrails.topic_gate import build_centroid, centroid_path, save_centroid
+from pipelines.ingestion import dense_units
 from pipelines.settings import Settings
-from pipelines.topic_gate import build_centroid, centroid_path, save_centroid
 
 OFF_TOPIC_FILE = Path(__file__).resolve().parent / "data" / "off_topic_en.txt"
 TOPIC_KEEP = 0.98  # share of answerable questions the floor must let through
@@ -231,8 +231,8 @@ class GradedScore:
 
 
 def fit_crag_bands(graded: Sequence[GradedScore]) -> dict[str, Any]:
-    """The CRAG bands per scale, fitted on graded scores by `pipelines.crag.fit_bands`."""
-    from pipelines.crag import fit_bands
+    """The CRAG bands per scale, fitted on graded scores by `pipelines.answering.crag.fit_bands`."""
+    from pipelines.answering.crag import fit_bands
 
     out: dict[str, Any] = {}
     names = {"dense": ("lower", "upper"), "rerank": ("rerank_lower", "rerank_upper")}
@@ -311,7 +311,7 @@ def calibrate(
         "index_version": version.version,
         "embedding_fingerprint": version.fingerprint,
         # MaxSim over unit vectors scores higher than one vector per chunk: the CRAG dense bands hold
-        # only for indexes built with the same setting (pipelines/calibration_file.py warns otherwise).
+        # only for indexes built with the same setting (pipelines/guardrails/calibration.py warns otherwise).
         "dense_unit_tokens": int(version.chunk_settings.get("dense_unit_tokens", 0)),
         "dense_units": dense_units.described(version.chunk_settings),
         "strategy": settings.chunk_strategy,

@@ -18,9 +18,9 @@ from typing import Any
 import structlog
 
 from evals.golden import normalise
-from pipelines.bm25 import analyze
-from pipelines.citations import MARKER, split_sentences
-from pipelines.llm_harness import request_key
+from pipelines.adapters.llm_harness import request_key
+from pipelines.answering.citations import MARKER, split_sentences
+from pipelines.text.analysis import analyze
 
 log = structlog.get_logger(__name__)
 

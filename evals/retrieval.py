@@ -15,8 +15,8 @@ from typing import Any
 import structlog
 
 from evals.golden import GoldenQuestion, evidence_at, evidence_rank, page_at
-from evals.search_modes import SearchSetup, check_modes, run_mode
 from evals.stats import latency_summary, mean
+from evals.studies.search_modes import SearchSetup, check_modes, run_mode
 from pipelines.ports import Embedder
 
 log = structlog.get_logger(__name__)

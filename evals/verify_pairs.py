@@ -3,8 +3,8 @@
     python -m evals.verify_pairs [--golden ../shared/golden/fastapi_en.jsonl ../shared/golden/gitlab_en.jsonl]
         [--corpora ../shared/corpora] [--threshold 0.6] [--verifiers lexical,llm] [--out FILE.json]
 
-`lexical` is `pipelines.verify.support_score` at the threshold; `llm` is the `verify=llm` judge
-(`pipelines.verify.judge_support`) with the generator's model and server from the `RAGLINE_LLM_*`
+`lexical` is `pipelines.answering.verification.support_score` at the threshold; `llm` is the `verify=llm` judge
+(`pipelines.answering.verification.judge_support`) with the generator's model and server from the `RAGLINE_LLM_*`
 settings, as a server would run it; `lexical+llm` counts a pair supported only when both say so.
 
 Pairs are built from the golden sets' evidence (no language model involved):
@@ -34,10 +34,10 @@ from typing import Any
 import structlog
 
 from evals.golden import load_golden, normalise
-from pipelines.llm_harness import LLMHarness
+from pipelines.adapters.llm_harness import LLMHarness
+from pipelines.answering.verification import judge_support, support_score
 from pipelines.logs import configure_logging
 from pipelines.settings import Settings
-from pipelines.verify import judge_support, support_score
 
 log = structlog.get_logger(__name__)
 

@@ -8,7 +8,7 @@ import uuid
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
-from pipelines.citations import LIST_ITEM
+from pipelines.text.markdown import LIST_ITEM
 
 
 def sha256_text(text: str) -> str:
@@ -127,7 +127,7 @@ def plain_text(text: str) -> str:
     return " ".join(text.replace("`", "").replace("*", "").split())
 
 
-# What the extractive generator also drops from a sentence it quotes (pipelines/extractive.py): a
+# What the extractive generator also drops from a sentence it quotes (pipelines/answering/extractive.py): a
 # link's target (its text stays) and `_` emphasis markers (not the underscores inside a word).
 _QUOTE_MARKUP = re.compile(r"\[([^\]]*)\]\([^)]*\)|(?<!\w)_+|_+(?!\w)")
 

@@ -8,8 +8,8 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
-from pipelines.bm25 import SparseVector
 from pipelines.documents import Chunk
+from pipelines.text.analysis import SparseVector
 
 
 class StoreUnavailable(RuntimeError):

@@ -12,12 +12,12 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from pipelines.cache_redis import RedisCache
-from pipelines.embedded_services import EmbeddedServices
+from pipelines.adapters.embedded_services import EmbeddedServices
+from pipelines.adapters.qdrant_edge import EdgeShardIndex, EdgeShardWriter
+from pipelines.adapters.redis_cache import RedisCache
+from pipelines.adapters.registry import Registry
 from pipelines.ports import StoreUnavailable, VectorIndex, VectorIndexWriter
-from pipelines.registry import Registry
 from pipelines.settings import Settings
-from pipelines.vector_store_edge import EdgeShardIndex, EdgeShardWriter
 
 
 @dataclass
@@ -42,7 +42,7 @@ class Stores:
 
     def qdrant(self) -> Any:
         if self._qdrant is None:
-            from pipelines.vector_store_qdrant import connect
+            from pipelines.adapters.qdrant_server import connect
 
             assert self.settings.qdrant_url is not None
             self._qdrant = connect(self.settings.qdrant_url)
@@ -51,21 +51,21 @@ class Stores:
     def index_writer(self, location: str, dimension: int, units: bool = False) -> VectorIndexWriter:
         """A writer of a new index; `units`: it also stores each chunk's multivector (dense_units.py)."""
         if self.uses_qdrant_server:
-            from pipelines.vector_store_qdrant import QdrantCollectionWriter
+            from pipelines.adapters.qdrant_server import QdrantCollectionWriter
 
             return QdrantCollectionWriter(self.qdrant(), location, dimension, units)
         return EdgeShardWriter(Path(location), dimension, units)
 
     def open_index(self, location: str) -> VectorIndex:
         if self.uses_qdrant_server:
-            from pipelines.vector_store_qdrant import QdrantCollectionIndex
+            from pipelines.adapters.qdrant_server import QdrantCollectionIndex
 
             return QdrantCollectionIndex(self.qdrant(), location)
         return EdgeShardIndex(Path(location))
 
     def on_activate(self, location: str) -> None:
         if self.uses_qdrant_server:
-            from pipelines.vector_store_qdrant import point_alias
+            from pipelines.adapters.qdrant_server import point_alias
 
             point_alias(self.qdrant(), location)
 

@@ -149,7 +149,7 @@ class Settings(BaseSettings):
         "on",
         description=(
             "Hybrid retrieval's BM25 search uses the question expanded by the top dense chunks' heaviest terms "
-            "(pseudo-relevance feedback, pipelines/bm25_feedback.py); off: the question's own terms only."
+            "(pseudo-relevance feedback, pipelines/retrieval/feedback.py); off: the question's own terms only."
         ),
     )
     bm25_feedback_docs: int = Field(3, ge=1, description="Top dense chunks whose terms expand the BM25 query.")
@@ -162,7 +162,7 @@ class Settings(BaseSettings):
         description=(
             "A hybrid retrieval for a question that asks two things searches once more with the identifiers its "
             "top hits' sections name, and puts the best chunk of another page that names one right after the hit "
-            "that named it (pipelines/bridge_hop.py); off: one hop."
+            "that named it (pipelines/retrieval/bridge_hop.py); off: one hop."
         ),
     )
     bridge_hop_sources: int = Field(3, ge=1, description="Top hits whose section headings may name a bridge.")
@@ -180,7 +180,7 @@ class Settings(BaseSettings):
         "question_and_source",
         description=(
             "Languages a question is searched in when the index holds several: its own plus the source "
-            "language (dense only), its own only, or all as one pool (pipelines/language_lanes.py)."
+            "language (dense only), its own only, or all as one pool (pipelines/retrieval/language_lanes.py)."
         ),
     )
     source_language: str | None = Field(

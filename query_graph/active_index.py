@@ -11,8 +11,8 @@ from collections.abc import Callable
 
 import structlog
 
+from pipelines.adapters.registry import IndexVersion, Registry
 from pipelines.ports import StoreUnavailable, VectorIndex
-from pipelines.registry import IndexVersion, Registry
 
 log = structlog.get_logger(__name__)
 

@@ -13,17 +13,17 @@ from typing import Any
 
 from hamilton import driver
 
-from pipelines.bm25_memory import MemoryBM25Cache
-from pipelines.citations import CitationError, UncitedAnswer
-from pipelines.generators_litellm import PROMPT_VERSION
-from pipelines.llm_harness import GenerationUnavailable, LLMHarness
+from pipelines.adapters.llm_harness import GenerationUnavailable, LLMHarness
+from pipelines.answering.citations import CitationError, UncitedAnswer
+from pipelines.answering.litellm_generator import PROMPT_VERSION
 from pipelines.ports import StoreUnavailable
-from pipelines.rerank import CrossEncoderReranker, RerankUnavailable
+from pipelines.retrieval.bm25 import MemoryBM25Cache
+from pipelines.retrieval.rerank import CrossEncoderReranker, RerankUnavailable
+from pipelines.retrieval.translations import OriginalsCache
 from pipelines.settings import PROJECT_ROOT, Settings
-from pipelines.translations import OriginalsCache
 from query_graph.driver import DriverCache
+from query_graph.nodes.verification import VerificationUnavailable
 from query_graph.variants import VARIANTS, UnknownVariant, default_variants, resolve_variants
-from query_graph.verification import VerificationUnavailable
 
 
 class BackHalf:

@@ -8,7 +8,7 @@ from typing import Any
 
 from hamilton import driver
 
-from query_graph import (
+from query_graph.nodes import (
     cache,
     coverage,
     crag,

@@ -27,18 +27,18 @@ import structlog
 from hamilton import driver, node
 from hamilton.execution.graph_functions import combine_config_and_inputs, execute_lifecycle_for_node
 
-from pipelines import dense_units
-from pipelines.cache_redis import CacheUnavailable
-from pipelines.calibration_file import apply_calibration, warn_if_units_differ
-from pipelines.guardrails import Verdict
+from pipelines.adapters.redis_cache import CacheUnavailable
+from pipelines.adapters.registry import IndexVersion
+from pipelines.caching.semantic import SemanticCacheUnavailable, lexical_signature, open_semantic_cache
+from pipelines.guardrails.calibration import apply_calibration, warn_if_units_differ
+from pipelines.guardrails.screen import Verdict
+from pipelines.guardrails.topic_gate import Centroids, GateDecision
+from pipelines.guardrails.vagueness import Vagueness, clarifying_question
+from pipelines.ingestion import dense_units
 from pipelines.ports import Cache, Embedder, VectorIndex
-from pipelines.registry import IndexVersion
-from pipelines.semantic_cache import SemanticCacheUnavailable, lexical_signature, open_semantic_cache
 from pipelines.settings import Settings
-from pipelines.topic_gate import Centroids, GateDecision
-from pipelines.vagueness import Vagueness, clarifying_question
-from query_graph.cache import CacheLookup, SemanticSetup
-from query_graph.gate import TopicSetup
+from query_graph.nodes.cache import CacheLookup, SemanticSetup
+from query_graph.nodes.gate import TopicSetup
 
 log = structlog.get_logger(__name__)
 

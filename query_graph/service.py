@@ -15,14 +15,14 @@ from typing import Any
 
 import structlog
 
-from pipelines.cache_redis import CacheUnavailable
-from pipelines.embedders import load_embedder
-from pipelines.guardrails import SpokenLanguage
-from pipelines.language_lanes import lexical_languages
+from pipelines.adapters.embedders import load_embedder
+from pipelines.adapters.redis_cache import CacheUnavailable
+from pipelines.adapters.registry import IndexVersion
 from pipelines.ports import StoreUnavailable, VectorIndex
 from pipelines.profiles import Stores
-from pipelines.registry import IndexVersion
+from pipelines.retrieval.language_lanes import lexical_languages
 from pipelines.settings import Settings
+from pipelines.text.language import SpokenLanguage
 from query_graph.active_index import ActiveIndex, FingerprintMismatch, NoActiveIndex, VectorStoreUnavailable
 from query_graph.back_half import BackHalf, failure
 from query_graph.front import FRONT_STAGES, FrontHalf
@@ -111,7 +111,7 @@ class QueryService:
     ) -> dict[str, Any]:
         """`language` (ISO code) is the language the question was spoken in, with the transcriber's
         `language_probability`: the language gate judges it instead of the words when it is sure enough
-        (pipelines/guardrails.py `question_language`)."""
+        (pipelines/guardrails/screen.py `question_language`)."""
         started = time.perf_counter()
         timings: dict[str, float] = {}
         token = current_timings.set(timings)

@@ -13,7 +13,7 @@ import queue
 import threading
 from typing import Any
 
-from pipelines.citations import ValidatedSentence
+from pipelines.answering.citations import ValidatedSentence
 
 
 class GenerationCancelled(RuntimeError):

@@ -18,7 +18,7 @@ import threading
 from collections.abc import Iterator
 from typing import Any
 
-from pipelines.citations import markers, split_sentences
+from pipelines.answering.citations import markers, split_sentences
 from query_graph.service import QueryService
 from query_graph.sink import SentenceSink, current_sink
 

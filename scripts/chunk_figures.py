@@ -12,9 +12,9 @@ import sys
 import time
 from pathlib import Path
 
-from pipelines import index_checks, indexing
-from pipelines.chunkers import STRATEGIES
-from pipelines.indexing import BuildRequest
+from pipelines.ingestion import build, index_checks
+from pipelines.ingestion.build import BuildRequest
+from pipelines.ingestion.chunkers import STRATEGIES
 from pipelines.settings import Settings
 
 
@@ -23,11 +23,11 @@ def main(source: str, include: list[str]) -> dict[str, object]:
         Settings(), source=source, include=include or None, strategies=list(STRATEGIES)
     )
     started = time.process_time()
-    clean = indexing.clean_documents(indexing.fetch_documents(request), root=Path(request.source))
+    clean = build.clean_documents(build.fetch_documents(request), root=Path(request.source))
     out: dict[str, object] = {"documents": len(clean), "clean_cpu_s": round(time.process_time() - started, 2)}
     for strategy in STRATEGIES:
         started = time.process_time()
-        chunks = indexing.chunk_documents(clean, request, strategy)
+        chunks = build.chunk_documents(clean, request, strategy)
         cpu = time.process_time() - started
         started = time.process_time()
         lost = index_checks.lost_text(clean, chunks)

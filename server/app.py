@@ -8,10 +8,10 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
+from pipelines.adapters.speech import Transcriber
+from pipelines.adapters.tracing import RequestTracer
 from pipelines.profiles import Stores, open_stores
 from pipelines.settings import Settings
-from pipelines.speech import Transcriber
-from pipelines.tracing import RequestTracer
 from query_graph.service import QueryFailed, QueryService
 from server.builds import BuildLauncher, BuildTracker, dagster_graphql_launcher
 from server.errors import install_error_handlers
@@ -57,7 +57,7 @@ def create_app(
         version="0.1.0",
         description="Answers questions about a body of documentation with cited, validated sentences.",
         lifespan=lifespan,
-        # Requests are traced by pipelines/tracing.py on a provider of its own; FastAPI's native telemetry
+        # Requests are traced by pipelines/adapters/tracing.py on a provider of its own; FastAPI's native telemetry
         # only reads the process-global OpenTelemetry providers, which ragline never sets, yet asks them
         # on every request whether it should run (~2% of an exact-cache hit).
         telemetry={"tracing": False, "metrics": False, "logs": False},

@@ -6,7 +6,7 @@ from typing import Any, Literal
 
 from pydantic import BaseModel, ConfigDict, Field, field_validator
 
-from pipelines.language import ISO_639_1
+from pipelines.text.language import ISO_639_1
 
 
 class QueryRequest(BaseModel):

@@ -12,8 +12,8 @@ from pathlib import Path
 import psycopg
 import pytest
 
-from pipelines.embedded_services import EmbeddedServices
-from pipelines.indexing import BuildRequest
+from pipelines.adapters.embedded_services import EmbeddedServices
+from pipelines.ingestion.build import BuildRequest
 from pipelines.profiles import Stores, open_stores
 from pipelines.settings import Settings
 from tests.corpus import write_corpus

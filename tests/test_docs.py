@@ -10,10 +10,10 @@ from collections.abc import Iterator
 import psycopg
 import pytest
 
-from pipelines.chunkers import slugify
-from pipelines.embedded_services import EmbeddedServices
+from pipelines.adapters.embedded_services import EmbeddedServices
 from pipelines.golden_sets import load_golden, normalise
-from pipelines.indexing import BuildRequest
+from pipelines.ingestion.build import BuildRequest
+from pipelines.ingestion.chunkers import slugify
 from pipelines.profiles import open_stores
 from pipelines.settings import PROJECT_ROOT, Settings
 from query_graph.service import QueryService

@@ -23,7 +23,7 @@ def cmd_calibrate(args: argparse.Namespace) -> int:
         outcomes,
         service_grader,
     )
-    from pipelines.loaders import SourceError
+    from pipelines.ingestion.loaders import SourceError
     from pipelines.profiles import open_stores
     from query_graph.service import QueryFailed, QueryService
     from ragline.cli.serve import ensure_index

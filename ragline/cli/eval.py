@@ -75,7 +75,7 @@ def opened_index(settings: Settings, open_vectors: bool = True) -> Iterator[Open
     """Build the evaluation index when its content version is not the active one, then open it
     (`open_vectors=False`: leave opening to a QueryService, which holds its own handle)."""
     from assets.build import build_index
-    from pipelines.indexing import BuildRequest
+    from pipelines.ingestion.build import BuildRequest
     from pipelines.profiles import open_stores
 
     stores = open_stores(settings)
@@ -103,9 +103,9 @@ def opened_index(settings: Settings, open_vectors: bool = True) -> Iterator[Open
 
 
 def rerank_scorer(settings: Settings) -> Any:
-    """The query graph's cross-encoder (`pipelines.rerank`) as a (question, chunks) -> scores function;
+    """The query graph's cross-encoder (`pipelines.retrieval.rerank`) as a (question, chunks) -> scores function;
     it reads what the generator would see, as the query graph's rerank node does."""
-    from pipelines.rerank import CrossEncoderReranker
+    from pipelines.retrieval.rerank import CrossEncoderReranker
 
     reranker = CrossEncoderReranker(settings.reranker_model, settings.reranker_path, settings.rerank_max_tokens)
 
@@ -140,8 +140,8 @@ def _golden(paths: Sequence[str]) -> list[Any]:
 
 def cmd_eval_retrieval(args: argparse.Namespace) -> int:
     from evals.retrieval import evaluate_retrieval
-    from evals.search_modes import SearchSetup
-    from pipelines.embedders import load_embedder
+    from evals.studies.search_modes import SearchSetup
+    from pipelines.adapters.embedders import load_embedder
 
     base = Settings()
     try:
@@ -181,8 +181,8 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
 
 def cmd_eval_beir(args: argparse.Namespace) -> int:
     from evals.beir import build_or_reuse, evaluate_beir, load_beir
-    from evals.search_modes import SearchSetup
-    from pipelines.vector_store_edge import EdgeShardIndex, EdgeShardWriter
+    from evals.studies.search_modes import SearchSetup
+    from pipelines.adapters.qdrant_edge import EdgeShardIndex, EdgeShardWriter
 
     base = Settings()
     model = args.embedding_model or base.embedding_model
@@ -333,8 +333,8 @@ def _source_args(parser: argparse.ArgumentParser) -> None:
 
 
 def cmd_eval_lanes(args: argparse.Namespace) -> int:
-    from evals.xquad_lanes import evaluate_lanes, write_site
-    from pipelines.embedders import load_embedder
+    from evals.studies.xquad_lanes import evaluate_lanes, write_site
+    from pipelines.adapters.embedders import load_embedder
 
     base = Settings()
     languages, routes = _modes(args.languages), _modes(args.routes)
@@ -363,8 +363,8 @@ def cmd_eval_lanes(args: argparse.Namespace) -> int:
 
 
 def cmd_eval_sentences(args: argparse.Namespace) -> int:
-    from evals.sentence_ranking import answerers, evaluate_sentence_rankers, load_questions
-    from pipelines.rerank import CrossEncoderReranker
+    from evals.studies.sentence_ranking import answerers, evaluate_sentence_rankers, load_questions
+    from pipelines.retrieval.rerank import CrossEncoderReranker
     from query_graph.variants import VARIANTS
 
     base = Settings()
@@ -414,7 +414,7 @@ def register(commands: Any) -> None:
     retrieval.set_defaults(func=cmd_eval_retrieval)
 
     lanes = actions.add_parser(
-        "lanes", help="language routes on XQuAD written as a translated site (evals/xquad_lanes.py)"
+        "lanes", help="language routes on XQuAD written as a translated site (evals/studies/xquad_lanes.py)"
     )
     lanes.add_argument("--xquad", required=True, help="folder with xquad.<lang>.json")
     lanes.add_argument("--languages", default="es,de,zh", help="question languages besides the source language")
@@ -424,7 +424,7 @@ def register(commands: Any) -> None:
     lanes.set_defaults(func=cmd_eval_lanes)
 
     sentences = actions.add_parser(
-        "sentences", help="the extractive answer's sentence rankers on XQuAD (evals/sentence_ranking.py)"
+        "sentences", help="the extractive answer's sentence rankers on XQuAD (evals/studies/sentence_ranking.py)"
     )
     sentences.add_argument("--xquad", required=True, help="folder with xquad.<lang>.json")
     sentences.add_argument("--language", default="en", help="the questions' and paragraphs' language")

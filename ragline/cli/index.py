@@ -30,8 +30,8 @@ class ProgressBar:
 
 def cmd_index_build(args: argparse.Namespace) -> int:
     from assets.build import BuildFailed, build_index
-    from pipelines.indexing import BuildRequest
-    from pipelines.loaders import SourceError
+    from pipelines.ingestion.build import BuildRequest
+    from pipelines.ingestion.loaders import SourceError
     from pipelines.profiles import open_stores
 
     settings = settings_from(args)

@@ -13,7 +13,7 @@ from ragline.cli.common import print_json, settings_from, source_options
 def ensure_index(settings: Settings, stores: Any, force: bool = False) -> Any:
     """Build the index of the settings' source through the Dagster assets when it is not the active one."""
     from assets.build import build_index
-    from pipelines.indexing import BuildRequest
+    from pipelines.ingestion.build import BuildRequest
 
     request = BuildRequest.from_settings(settings)
     print(f"ragline: indexing {request.source} (only if it changed) ...", file=sys.stderr, flush=True)
@@ -32,7 +32,7 @@ def in_process_launcher(settings: Settings, stores: Any) -> Any:
 
     def launch(body: Any) -> dict[str, Any]:
         from assets.build import build_index
-        from pipelines.indexing import BuildRequest
+        from pipelines.ingestion.build import BuildRequest
 
         strategies = (body.strategy,) if body.strategy else None
         request = BuildRequest.from_settings(settings, source=body.source, strategies=strategies)
@@ -52,7 +52,7 @@ def cmd_serve(args: argparse.Namespace) -> int:
     import uvicorn
 
     from assets.build import BuildFailed
-    from pipelines.loaders import SourceError
+    from pipelines.ingestion.loaders import SourceError
     from pipelines.profiles import open_stores
     from server.app import create_app
     from server.tokens import load_or_create_token

@@ -11,7 +11,7 @@ from fastapi import APIRouter, Request
 from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
-from pipelines.cache_redis import CacheUnavailable
+from pipelines.adapters.redis_cache import CacheUnavailable
 from pipelines.ports import StoreUnavailable
 from pipelines.settings import PROJECT_ROOT, Settings
 from server.builds import BuildRequestBody, BuildTracker, NoLauncher

@@ -7,9 +7,9 @@ from typing import Annotated, Any
 from fastapi import APIRouter, File, Request, UploadFile
 from starlette.concurrency import run_in_threadpool
 
-from pipelines.model_catalogue import ModelIntegrityError
+from pipelines.adapters.model_catalogue import ModelIntegrityError
+from pipelines.adapters.speech import AudioError, AudioTooLong, Transcriber, Transcript
 from pipelines.settings import Settings
-from pipelines.speech import AudioError, AudioTooLong, Transcriber, Transcript
 from server.deps import QueryScope, ServiceDep, SettingsDep
 from server.errors import ApiError
 from server.observe import observe_reply

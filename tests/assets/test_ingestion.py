@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from assets.build import BuildFailed, build_index, dagster_instance
-from pipelines import indexing
-from pipelines.indexing import BuildRequest
+from pipelines.ingestion import build
+from pipelines.ingestion.build import BuildRequest
 from pipelines.ports import StoreUnavailable
 from pipelines.profiles import Stores
 from pipelines.settings import Settings
@@ -52,7 +52,7 @@ def test_an_upgrade_that_cleans_or_chunks_otherwise_makes_a_new_version(
     settings: Settings, stores: Stores, built, monkeypatch: pytest.MonkeyPatch
 ) -> None:  # type: ignore[no-untyped-def]
     # The same source, processed by newer rules: reusing the old version would keep the old chunks.
-    monkeypatch.setattr(indexing, "PROCESSING_VERSION", indexing.PROCESSING_VERSION + 1)
+    monkeypatch.setattr(build, "PROCESSING_VERSION", build.PROCESSING_VERSION + 1)
     upgraded = build_index(settings, stores, BuildRequest.from_settings(settings))
     assert upgraded.built and upgraded.version != built.version
     assert stores.registry.active().version == upgraded.version  # type: ignore[union-attr]
@@ -112,7 +112,7 @@ def test_a_forced_rebuild_of_the_served_version_switches_to_a_fresh_shard(
 
 
 def test_bad_source_is_a_clear_error(settings: Settings, stores: Stores, tmp_path: Path) -> None:
-    from pipelines.loaders import SourceError
+    from pipelines.ingestion.loaders import SourceError
 
     with pytest.raises(SourceError, match="does not exist"):
         build_index(settings, stores, BuildRequest.from_settings(settings, source=str(tmp_path / "missing")))
@@ -121,7 +121,7 @@ def test_bad_source_is_a_clear_error(settings: Settings, stores: Stores, tmp_pat
 
 
 def _vector(settings: Settings, text: str):  # type: ignore[no-untyped-def]
-    from pipelines.embedders import load_embedder
+    from pipelines.adapters.embedders import load_embedder
 
     return load_embedder(settings.embedding_model).embed_query(text)
 

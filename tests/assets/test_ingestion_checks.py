@@ -8,8 +8,8 @@ from pathlib import Path
 import pytest
 
 from assets.build import BuildFailed, build_index, dagster_instance
-from pipelines.chunkers import STRATEGIES
-from pipelines.indexing import BuildRequest
+from pipelines.ingestion.build import BuildRequest
+from pipelines.ingestion.chunkers import STRATEGIES
 from pipelines.profiles import Stores
 from pipelines.settings import Settings
 

@@ -11,7 +11,7 @@ from typing import Any
 import httpx
 import pytest
 
-from evals.load_http import HttpError, RawClient, Target, _masked, measure, run_load
+from evals.bench.load_http import HttpError, RawClient, Target, _masked, measure, run_load
 from tests.server.conftest import ROOT, ServerEnv, fresh_question, live_server, server_env  # noqa: F401
 
 QUESTION = "Which port does the harbor dashboard listen on?"

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import numpy as np
 
-from pipelines.embedders import load_embedder
-from pipelines.model_catalogue import CATALOGUE, file_sha256, resolve
+from pipelines.adapters.embedders import load_embedder
+from pipelines.adapters.model_catalogue import CATALOGUE, file_sha256, resolve
 
 
 def test_spanish_question_finds_the_english_passage() -> None:

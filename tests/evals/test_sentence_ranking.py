@@ -6,8 +6,8 @@ from pathlib import Path
 
 import pytest
 
-from evals.sentence_ranking import answerers, evaluate_sentence_rankers, load_questions, paired
-from pipelines.rerank import CrossEncoderReranker
+from evals.studies.sentence_ranking import answerers, evaluate_sentence_rankers, load_questions, paired
+from pipelines.retrieval.rerank import CrossEncoderReranker
 
 XQUAD = Path(__file__).resolve().parents[3] / "shared" / "corpora" / "xquad"
 

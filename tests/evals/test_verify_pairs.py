@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from evals.verify_pairs import ROOT, Pair, _negate, build_pairs, lexical_at, score
-from pipelines.verify import support_score
+from pipelines.answering.verification import support_score
 
 
 def test_a_negated_sentence_reverses_its_claim() -> None:

@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pytest
 
-from evals.xquad_lanes import write_site
+from evals.studies.xquad_lanes import write_site
 
 XQUAD = Path(__file__).resolve().parents[3] / "shared" / "corpora" / "xquad"
 

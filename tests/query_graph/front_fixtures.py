@@ -14,8 +14,8 @@ import psycopg
 import pytest
 import redis
 
-from pipelines.embedded_services import EmbeddedServices
-from pipelines.indexing import BuildRequest
+from pipelines.adapters.embedded_services import EmbeddedServices
+from pipelines.ingestion.build import BuildRequest
 from pipelines.profiles import Stores, open_stores
 from pipelines.settings import Settings
 from query_graph.service import QueryService

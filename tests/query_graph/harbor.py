@@ -18,7 +18,7 @@ from typing import Any
 import psycopg
 import pytest
 
-from pipelines.indexing import BuildRequest
+from pipelines.ingestion.build import BuildRequest
 from pipelines.profiles import Stores, open_stores
 from pipelines.settings import Settings
 from query_graph.active_index import ActiveIndex

@@ -5,23 +5,23 @@ from __future__ import annotations
 import pytest
 
 from assets.build import build_index
-from pipelines import bm25
-from pipelines.indexing import BuildRequest
+from pipelines.ingestion.build import BuildRequest
 from pipelines.profiles import Stores
 from pipelines.settings import Settings
+from pipelines.text import analysis
 from query_graph.service import QueryService
 
 QUESTION = "retried uploading"  # the fixture says "retries a failed upload": only stems meet
 
 
 def test_stemming_meets_word_forms_and_keeps_identifiers_whole() -> None:
-    stem = bm25.analyzer("english_stem")
+    stem = analysis.analyzer("english_stem")
     assert stem("uploads retried") == stem("uploading retries") == ["upload", "retri"]
     assert "retention_days" in stem("retention_days") and "16.11.1" in stem("version 16.11.1")
-    assert bm25.query_vector("uploads", "english_stem") == bm25.query_vector("uploading", "english_stem")
-    assert bm25.query_vector("uploads") != bm25.query_vector("uploading")
+    assert analysis.query_vector("uploads", "english_stem") == analysis.query_vector("uploading", "english_stem")
+    assert analysis.query_vector("uploads") != analysis.query_vector("uploading")
     with pytest.raises(ValueError, match="unknown BM25 analyzer 'porter'"):
-        bm25.analyzer("porter")
+        analysis.analyzer("porter")
 
 
 @pytest.mark.parametrize("name", ["plain", "english_stem"])

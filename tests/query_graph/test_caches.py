@@ -13,13 +13,13 @@ from pathlib import Path
 import redis
 from structlog.testing import capture_logs
 
-from pipelines import dense_units
-from pipelines.cache_redis import RedisCache
-from pipelines.calibration_file import calibration_path
+from pipelines.adapters.redis_cache import RedisCache
+from pipelines.guardrails.calibration import calibration_path
+from pipelines.guardrails.topic_gate import centroid_path, similarity
+from pipelines.ingestion import dense_units
 from pipelines.settings import Settings
-from pipelines.topic_gate import centroid_path, similarity
 from query_graph.back_half import ANSWER_CODE, BackHalf, code_digest
-from query_graph.cache import cache_namespace, exact_cache_key
+from query_graph.nodes.cache import cache_namespace, exact_cache_key
 from tests.query_graph.front_fixtures import (  # noqa: F401 (fixtures)
     RETRIEVAL_AND_GENERATION,
     FrontEnv,
@@ -143,7 +143,7 @@ def test_semantic_shard_held_by_another_process_is_a_bypass(
     front_env: FrontEnv,  # noqa: F811
     make_service: ServiceFactory,  # noqa: F811
 ) -> None:
-    from pipelines.semantic_cache import close_semantic_caches
+    from pipelines.caching.semantic import close_semantic_caches
 
     close_semantic_caches()  # this process lets go of the shard; another one takes it
     shard = front_env.settings.data_dir / "semantic_cache" / front_env.version
@@ -151,7 +151,7 @@ def test_semantic_shard_held_by_another_process_is_a_bypass(
         [
             sys.executable,
             "-c",
-            "import sys, time; from pathlib import Path; from pipelines.semantic_cache import SemanticCache;"
+            "import sys, time; from pathlib import Path; from pipelines.caching.semantic import SemanticCache;"
             f"c = SemanticCache(Path({str(shard)!r}), 384); print('held', flush=True); sys.stdin.readline()",
         ],
         stdin=subprocess.PIPE,
@@ -236,7 +236,7 @@ def test_exact_hit_latency_in_process(make_service: ServiceFactory) -> None:  # 
     for _ in range(20):
         assert service.answer("Which port does the harbor dashboard listen on?")["cache"] == "hit"
     per_hit_ms = (time.perf_counter() - started) * 1000 / 20
-    assert per_hit_ms < 50, per_hit_ms  # generous for a loaded CI box; evals/bench_cache.py measures it
+    assert per_hit_ms < 50, per_hit_ms  # generous for a loaded CI box; evals/bench/cache.py measures it
 
 
 HARBOR_GOLDEN = [

@@ -6,8 +6,8 @@ from collections.abc import Iterator
 
 import pytest
 
-from pipelines.bm25 import analyzer
-from pipelines.crag import Bands, action, fit_bands, knowledge_strips, rewrite_query
+from pipelines.answering.crag import Bands, action, fit_bands, knowledge_strips, rewrite_query
+from pipelines.text.analysis import analyzer
 from tests.query_graph.harbor import Harbor, harbor_index
 
 OFF_TOPIC = "What is the boiling point of mercury in kelvin?"

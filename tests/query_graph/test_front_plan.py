@@ -10,7 +10,7 @@ import pytest
 from hamilton import driver
 from hamilton.lifecycle import NodeExecutionHook
 
-from pipelines.guardrails import SpokenLanguage
+from pipelines.text.language import SpokenLanguage
 from query_graph.driver import MODULES
 from query_graph.front import FRONT_STAGES, StagePlan
 from query_graph.port_inputs import PortAwareInputCheck

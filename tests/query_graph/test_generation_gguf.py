@@ -16,8 +16,8 @@ from typing import Any
 
 import pytest
 
-from pipelines.citations import markers, split_sentences, strip_markers
-from query_graph.generation import Draft
+from pipelines.answering.citations import markers, split_sentences, strip_markers
+from query_graph.nodes.generation import Draft
 from query_graph.streaming import stream_answer
 from tests.llm_gguf import GgufServer
 from tests.query_graph.harbor import Harbor, harbor_index

@@ -8,7 +8,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from pipelines.generators_litellm import Passage, attach_citation, classify, sentences_as_they_complete
+from pipelines.answering.litellm_generator import Passage, attach_citation, classify, sentences_as_they_complete
 from query_graph.service import QueryFailed
 from tests.llm_loopback import closed_port, loopback_llm
 from tests.query_graph.harbor import Harbor, harbor_index

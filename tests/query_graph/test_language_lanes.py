@@ -7,10 +7,10 @@ from collections.abc import Iterator
 
 import pytest
 
-from pipelines import bm25
 from pipelines.documents import Chunk, chunk_key
-from pipelines.language_lanes import Lane, lanes, lexical_languages
-from pipelines.translations import Originals, original_document
+from pipelines.retrieval.language_lanes import Lane, lanes, lexical_languages
+from pipelines.retrieval.translations import Originals, original_document
+from pipelines.text import analysis
 from tests.query_graph.harbor import Harbor, harbor_index
 
 PAGES = {
@@ -134,15 +134,15 @@ def test_a_translated_chunk_links_to_the_original_section() -> None:
 
 
 def test_snowball_stems_each_language_and_splits_cjk_into_bigrams() -> None:
-    snowball = bm25.analyzer("snowball")
+    snowball = analysis.analyzer("snowball")
     english = "The uploads were retried; set retention_days to 16.11.1 in [runners.docker]"
-    assert snowball(english, "en") == bm25.analyze_english_stem(english)  # English indexes are unchanged
+    assert snowball(english, "en") == analysis.analyze_english_stem(english)  # English indexes are unchanged
     assert snowball("rutas excluidas", "es") == snowball("ruta excluida", "es") == ["rut", "exclu"]
     assert snowball("生命周期事件", "zh") == ["生命", "命周", "周期", "期事", "事件"]
     # Run together, CJK text is one unmatched term to the older analyzers: no term in common.
     question, page = "子应用会执行生命周期事件吗", "挂载的子应用不会执行主应用的生命周期事件"
     for name, shared in (("plain", False), ("english_stem", False), ("snowball", True)):
-        analyze = bm25.analyzer(name)
+        analyze = analysis.analyzer(name)
         assert bool(set(analyze(question, "zh")) & set(analyze(page, "zh"))) is shared, name
 
 

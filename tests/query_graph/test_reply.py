@@ -8,18 +8,18 @@ from __future__ import annotations
 from dataclasses import replace
 from typing import Any
 
-from pipelines.chunkers import chunk_document
-from pipelines.cleaners import clean_markdown
-from pipelines.coverage import Coverage
+from pipelines.adapters.embedders import load_embedder
+from pipelines.answering.coverage import Coverage
 from pipelines.documents import Chunk, Document
-from pipelines.embedders import load_embedder
-from pipelines.guardrails import LanguageGuess
-from query_graph.crag import CragOutcome
-from query_graph.generation import answer_words__snowball, draft_answer__extractive
-from query_graph.reply import reply
-from query_graph.retrieval import Candidate
-from query_graph.validation import validated_answer
-from query_graph.verification import sentence_checker__lexical, verified_answer
+from pipelines.ingestion.chunkers import chunk_document
+from pipelines.ingestion.cleaners import clean_markdown
+from pipelines.text.language import LanguageGuess
+from query_graph.nodes.crag import CragOutcome
+from query_graph.nodes.generation import answer_words__snowball, draft_answer__extractive
+from query_graph.nodes.reply import reply
+from query_graph.nodes.retrieval import Candidate
+from query_graph.nodes.validation import validated_answer
+from query_graph.nodes.verification import sentence_checker__lexical, verified_answer
 
 COUNT = load_embedder("bge-small-en-v1.5-int8").count_tokens
 

@@ -9,8 +9,8 @@ from pathlib import Path
 
 import pytest
 
-from pipelines.model_catalogue import CATALOGUE, resolve
-from pipelines.rerank import CrossEncoderReranker, RerankUnavailable
+from pipelines.adapters.model_catalogue import CATALOGUE, resolve
+from pipelines.retrieval.rerank import CrossEncoderReranker, RerankUnavailable
 from query_graph.service import QueryFailed
 from tests.query_graph.harbor import Harbor, harbor_index
 
@@ -36,7 +36,7 @@ def test_cross_encoder_puts_the_answering_passage_first() -> None:
 
 
 def test_a_long_passage_is_read_through_its_best_window() -> None:
-    from pipelines.rerank import best_window
+    from pipelines.retrieval.rerank import best_window
 
     reranker = CrossEncoderReranker("ms-marco-MiniLM-L-12-v2-int8", max_tokens=64)
     filler = " ".join(f"Section {i} describes an unrelated topic about colours and shapes." for i in range(40))

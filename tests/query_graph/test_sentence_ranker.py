@@ -7,11 +7,11 @@ from collections.abc import Iterator, Sequence
 
 import pytest
 
+from pipelines.answering.extractive import RANKED_MARGIN, extract_answer
 from pipelines.documents import Chunk
-from pipelines.extractive import RANKED_MARGIN, extract_answer
-from pipelines.guardrails import LanguageGuess
-from pipelines.rerank import CrossEncoderReranker
-from query_graph.generation import answer_sentence_ranker__cross_encoder
+from pipelines.retrieval.rerank import CrossEncoderReranker
+from pipelines.text.language import LanguageGuess
+from query_graph.nodes.generation import answer_sentence_ranker__cross_encoder
 from tests.query_graph.harbor import Harbor, harbor_index
 
 QUESTION = "Which port does the harbor dashboard listen on?"

@@ -8,7 +8,7 @@ import pytest
 
 from pipelines.profiles import Stores
 from pipelines.settings import Settings
-from query_graph.generation import Draft
+from query_graph.nodes.generation import Draft
 from query_graph.service import QueryFailed, QueryService
 
 # BM25 runs as `feedback_bm25_hits` by default (its query widened by the dense hits' terms).
@@ -51,7 +51,7 @@ def test_cache_hit_skips_retrieval_and_generation(settings: Settings, stores: St
 
 
 def test_redis_down_bypasses_the_cache(settings: Settings, stores: Stores, built) -> None:  # type: ignore[no-untyped-def]
-    from pipelines.cache_redis import RedisCache
+    from pipelines.adapters.redis_cache import RedisCache
 
     stores.cache = RedisCache("redis://127.0.0.1:1/0")  # a closed port: Redis is down
     reply = QueryService(settings, stores).answer("Which port does the harbor dashboard listen on?")

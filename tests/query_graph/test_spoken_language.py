@@ -4,7 +4,8 @@ when it gives the answer phase another language than the words would."""
 
 from __future__ import annotations
 
-from pipelines.guardrails import SpokenLanguage, question_language
+from pipelines.guardrails.screen import question_language
+from pipelines.text.language import SpokenLanguage
 from tests.query_graph.front_fixtures import (  # noqa: F401 (fixtures)
     RETRIEVAL_AND_GENERATION,
     FrontEnv,

@@ -7,8 +7,8 @@ from typing import Any
 
 import pytest
 
-from pipelines.verify import check_citations, support_score
-from query_graph.generation import Draft
+from pipelines.answering.verification import check_citations, support_score
+from query_graph.nodes.generation import Draft
 from query_graph.service import QueryFailed
 from tests.llm_loopback import closed_port, loopback_llm
 from tests.query_graph.harbor import Harbor, harbor_index

@@ -20,8 +20,8 @@ import pytest
 import uvicorn
 from fastapi.testclient import TestClient
 
-from pipelines.embedded_services import EmbeddedServices
-from pipelines.indexing import BuildRequest
+from pipelines.adapters.embedded_services import EmbeddedServices
+from pipelines.ingestion.build import BuildRequest
 from pipelines.profiles import Stores, open_stores
 from pipelines.settings import Settings
 from server.app import create_app

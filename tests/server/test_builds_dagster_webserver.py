@@ -21,7 +21,7 @@ from dagster import DagsterInstance, DagsterRunStatus
 from fastapi.testclient import TestClient
 
 from assets.build import dagster_instance
-from pipelines.embedded_services import EmbeddedServices
+from pipelines.adapters.embedded_services import EmbeddedServices
 from pipelines.profiles import open_stores
 from pipelines.settings import Settings
 from server.app import create_app

@@ -8,7 +8,7 @@ import time
 import uuid
 from typing import Any
 
-from pipelines.tracing import sha256_text
+from pipelines.adapters.tracing import sha256_text
 from tests.server.conftest import ROOT, AppFactory, fresh_question
 from tests.server.otlp_receiver import Received, otlp_receiver
 

@@ -1,0 +1,160 @@
+"""The retrieval modes an evaluation compares, run straight against an opened index version.
+
+dense = the vector store's dense search; bm25 = its sparse search; hybrid = fusion of both lists
+(`RAGLINE_FUSION`, with BM25 feedback and the bridge hop when they are on); hybrid+rerank = the hybrid
+top `rerank_depth` re-ordered by a cross-encoder. Each mode runs the query graph's own `RetrievalPlan` (query_graph/nodes/retrieval.py),
+so an evaluation measures the retrieval the server runs, lanes and all (pipelines/retrieval/language_lanes.py).
+The query embedding is computed once per question by the caller and shared by every mode, so a
+mode's latency is its own search, fusion and rerank time.
+"""
+
+from __future__ import annotations
+
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass, field
+from typing import Any
+
+import numpy as np
+
+from pipelines.documents import Chunk
+from pipelines.ports import VectorIndex
+from pipelines.retrieval import fusion
+from pipelines.retrieval.bm25 import MemoryBM25Cache
+from pipelines.retrieval.feedback import Feedback
+from pipelines.retrieval.language_lanes import Lane, lanes
+from pipelines.retrieval.translations import Originals, OriginalsCache
+from pipelines.settings import Settings
+from pipelines.text.language import detect_question_language
+from query_graph.nodes.retrieval import RetrievalPlan
+
+MODES = ("dense", "bm25", "hybrid", "hybrid+rerank")
+
+# Scores one question against candidate chunks (higher is more relevant), in the candidates' order.
+RerankScorer = Callable[[str, Sequence[Chunk]], Sequence[float]]
+
+
+@dataclass
+class SearchSetup:
+    index: VectorIndex
+    strategy: str | None
+    candidates: int = 30
+    rrf_k: int = 60
+    fusion: str = "rrf"  # a name of pipelines.retrieval.fusion.FUSIONS
+    fusion_weights: tuple[float, float] | None = None  # weighted_rrf: (dense, bm25)
+    rerank: RerankScorer | None = None
+    rerank_depth: int = 30
+    bm25_analyzer: str = "plain"  # the index's (its sparse vectors were written with it)
+    index_languages: tuple[str, ...] = ()  # the index version's
+    language_route: str = "question_and_source"
+    source_language: str | None = "en"
+    language_min_confidence: float = 0.5  # below it the question's language counts as unknown (as the gate's)
+    feedback: Feedback = field(
+        default_factory=Feedback
+    )  # hybrid's BM25 feedback (pipelines/retrieval/feedback.py); off by default
+    bridge_depth: int = 0  # hybrid's second hop looks at this many hits (the settings' top_k); 0: off
+    bridge_sources: int = 3
+    distinct: bool = False  # pass over hits whose passage a better hit's holds (RetrievalPlan.kept_hits)
+
+    originals: OriginalsCache = field(default_factory=OriginalsCache)
+    bm25_memory: MemoryBM25Cache = field(default_factory=MemoryBM25Cache)  # the feedback's term statistics
+
+    @classmethod
+    def from_settings(
+        cls, settings: Settings, index: VectorIndex, strategy: str | None, **overrides: Any
+    ) -> SearchSetup:
+        """The retrieval settings a server would search with (one place, so a changed default reaches
+        every evaluation); `overrides` for what an evaluation sets itself (its index's analyzer and
+        languages, a `--fusion` flag, a reranker)."""
+        values: dict[str, Any] = {
+            "candidates": settings.candidates,
+            "rrf_k": settings.rrf_k,
+            "fusion": settings.fusion,
+            "fusion_weights": (settings.fusion_weights[0], settings.fusion_weights[1]),
+            "rerank_depth": settings.rerank_depth,
+            "language_route": settings.language_route,
+            "source_language": settings.source_language,
+            "language_min_confidence": settings.language_min_confidence,
+            "feedback": Feedback.from_settings(settings),
+            "bridge_depth": settings.top_k if settings.bridge_hop == "on" else 0,
+            "bridge_sources": settings.bridge_hop_sources,
+            "distinct": settings.distinct_passages == "on",
+        }
+        return cls(index=index, strategy=strategy, **{**values, **overrides})
+
+    def originals_for(self, lanes: Sequence[Lane]) -> Originals | None:
+        """The translation table, when a lane lists originals (read from the index once)."""
+        source = next((lane.language for lane in lanes if lane.originals and lane.language), None)
+        return None if source is None else self.originals.table("eval", self.index, self.strategy, source)
+
+    def plan(self, mode: str, question: str, depth: int) -> RetrievalPlan:
+        """The query graph's retrieval plan for one question (its lanes depend on its language) and one
+        mode, keeping `depth` chunks: the evaluations search exactly as the server does."""
+        lanes = self.lanes(question)
+        return RetrievalPlan(
+            retrieval=mode,
+            bm25_engine="qdrant",
+            fusion=self.fusion,
+            embedder=None,  # the caller embeds each question once for every mode
+            vector_index=self.index,
+            bm25_memory=self.bm25_memory,
+            index_version="eval",
+            strategy=self.strategy,
+            lanes=lanes,
+            candidates=max(self.candidates, depth),
+            keep=depth,
+            rrf_k=self.rrf_k,
+            fusion_weights=tuple(self.fusion_weights or (1.0, 1.0)),
+            bm25_analyzer=self.bm25_analyzer,
+            originals=self.originals_for(lanes),
+            feedback=self.feedback,
+            bridge_depth=self.bridge_depth if mode == "hybrid" else 0,
+            bridge_sources=self.bridge_sources,
+            distinct=self.distinct,
+        )
+
+    def lanes(self, question: str) -> tuple[Lane, ...]:
+        language = None
+        if len(self.index_languages) > 1:  # one language: nothing to route, and no need to detect
+            guess = detect_question_language(question)
+            language = guess.language if guess.confidence >= self.language_min_confidence else None
+        return lanes(self.language_route, language, self.index_languages, self.source_language)
+
+
+@dataclass
+class ModeResult:
+    chunks: list[Chunk]
+    ms: float
+
+
+def check_modes(modes: Sequence[str], setup: SearchSetup) -> None:
+    unknown = [m for m in modes if m not in MODES]
+    if unknown:
+        raise ValueError(f"unknown mode(s) {unknown}; known: {list(MODES)}")
+    if "hybrid+rerank" in modes and setup.rerank is None:
+        raise ValueError("mode hybrid+rerank needs a cross-encoder reranker, and none is available")
+    if setup.fusion not in fusion.FUSIONS:
+        raise ValueError(f"unknown fusion {setup.fusion!r}; known: {list(fusion.FUSIONS)}")
+
+
+def _search(mode: str, question: str, question_vector: np.ndarray, setup: SearchSetup, depth: int) -> list[Chunk]:
+    """The mode's chunks, found as the query graph's retrieval finds them (its `RetrievalPlan`)."""
+    return [c.chunk for c in setup.plan(mode, question, depth).search(question, question_vector)]
+
+
+def run_mode(mode: str, question: str, question_vector: np.ndarray, setup: SearchSetup, limit: int) -> ModeResult:
+    started = time.perf_counter()
+    if mode in ("dense", "bm25", "hybrid"):
+        chunks = _search(mode, question, question_vector, setup, limit)
+    elif mode == "hybrid+rerank":
+        assert setup.rerank is not None
+        pool = _search("hybrid", question, question_vector, setup, max(limit, setup.rerank_depth))
+        head, tail = pool[: setup.rerank_depth], pool[setup.rerank_depth :]
+        scores = list(setup.rerank(question, head)) if head else []
+        # Stable sort: equal cross-encoder scores keep their fused order.
+        order = sorted(range(len(head)), key=lambda i: -scores[i])
+        chunks = [head[i] for i in order] + tail
+        chunks = chunks[:limit]
+    else:
+        raise ValueError(f"unknown mode {mode!r}; known: {list(MODES)}")
+    return ModeResult(chunks, (time.perf_counter() - started) * 1000)

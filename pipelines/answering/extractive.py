@@ -1,0 +1,308 @@
+"""Extractive answers: sentences (and table rows) taken verbatim from the best passages, each cited.
+
+No language model is involved. A sentence is a candidate when it covers enough of the question's
+content words (weighted by how rare each word is among the candidate sentences); the answer takes
+the best few, in passage order, each followed by the marker of the chunk it came from.
+
+Own sentences first. A chunk may carry a `context_text` (its neighbours on the page, or a
+sentence window's surroundings, or CRAG's strips of either): the retriever matched the chunk by its
+own `text`, and the neighbours are there to be read around it, not because they matched. So the
+answer is taken in two tiers, with no factor to tune:
+
+1. The *own* sentences: those of the text the generator sees that come from the chunk's own `text`
+   (for `sentence_window`, the few sentences it indexes). They are scored among themselves, exactly
+   as if there were no context, so a chunk with a context answers as it would without one whenever
+   its own text answers.
+2. Only when no own sentence of any passage reaches the minimum score are the neighbours' sentences
+   scored as well (every sentence the generator sees, weighted among all of them): the context can
+   then answer what the hits' own texts could not. A sentence that is one hit's own and another's
+   neighbour (two hits from one page) is taken once, at its best score.
+
+Two asks. A question that asks two things ("What is X, and who did Y?", pipelines/text/asks.py) gets the best
+sentence of each ask first, each ask scored on its own; the question's best fill the rest. Scored as one,
+the sentences sharing most words with the whole question often answer one ask twice. Chosen on XQuAD
+English questions paired into two-ask questions (evals/RESULTS.md "Two asks"); the sentence ranker's order
+(below) does not do this.
+
+Units. What an answer can quote is in pipelines/answering/passage_units.py: the sentences of a passage's prose and of
+its list items, and its tables' data rows. Below, "sentence" means any of them. A quoted sentence ending in a
+colon brings the code block or the list that follows it (`introduced`).
+
+Words. Question and sentences become terms through an analyzer (`answer_analyzer`): by default the BM25
+`snowball` one, each word stemmed in its text's language and Chinese/Japanese read as character bigrams
+("kept" meets "keeps"; a Chinese question shares words with a Chinese sentence at all), `plain` for words as
+written. Chosen on XQuAD in 12 languages (evals/RESULTS.md "Answer analyzer").
+
+Sentence order. By default the qualifying sentences are ordered by that coverage (`lexical`). With a
+sentence ranker (`cross_encoder`: the packaged reranker, English questions only) the coverage still
+decides which sentences qualify at all (so "nothing covers the question" is unchanged), but the best
+`RANKED_POOL` of them are ordered by the ranker, and the answer keeps the best `max_sentences` that score
+within `RANKED_MARGIN` logits of the first. Word overlap cannot tell the sentence that answers from one
+that repeats the question's words; a cross-encoder reads both. Chosen on XQuAD English (questions on
+Wikipedia paragraphs, not our golden sets): evals/RESULTS.md "Sentence ranker".
+
+The rule is lexicographic rather than a discount: a discount factor would be one more number fitted
+to the golden sets, and any factor lets a neighbour that shares enough question words outrank the
+sentence retrieval actually matched, which is how context lowered "facts present" before.
+
+Either way a sentence cites the chunk whose generation text holds it (a neighbour's sentence cites the
+hit it was read with), so every quote is found in the cited chunk's `generation_text`, which is what
+citation checks and verification compare against. A chunk without a context has only own sentences:
+its answers are unchanged.
+"""
+
+from __future__ import annotations
+
+import math
+from collections import Counter
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+
+from pipelines.answering.citations import join_sentences, split_sentences
+from pipelines.answering.passage_units import COLONS, block_parts, introduced, prose_units
+from pipelines.documents import Chunk
+from pipelines.text.analysis import Analyzer, analyzer
+from pipelines.text.asks import split_asks
+
+# Words that say what kind of question it is, not what it is about.
+QUESTION_WORDS = frozenset(
+    [
+        "which",
+        "whats",
+        "what's",
+        "does",
+        "did",
+        "should",
+        "would",
+        "could",
+        "there",
+        "any",
+        "way",
+        "tell",
+        "explain",
+        "use",
+        "using",
+        "used",
+        "set",
+        "get",
+    ]
+)
+
+
+# Scores sentences for one question (higher answers it better), in the sentences' order.
+SentenceRanker = Callable[[str, Sequence[str]], Sequence[float]]
+RANKED_POOL = 12  # the qualifying sentences a ranker reads: the best by coverage
+RANKED_MARGIN = 5.0  # a kept sentence scores within this many logits of the ranker's best
+
+# How sentences and questions become terms by default (the `answer_analyzer` variants are in query_graph):
+# plain words as written, as before the variant existed.
+PLAIN: Analyzer = analyzer("plain")
+
+
+@dataclass(frozen=True)
+class ScoredSentence:
+    text: str
+    chunk_id: str
+    rank: int  # rank of its chunk among the candidates, from 1
+    position: int
+    score: float
+    own: bool = True  # in the chunk's own text, not only in its context
+
+
+def question_terms(question: str, words: Analyzer = PLAIN, language: str | None = None) -> list[str]:
+    """The question's content words: its terms less those that only say what kind of question it is."""
+    # The question words as `words` spells them ("using" is "use" to a stemmer); plain words stay themselves.
+    kind = QUESTION_WORDS | {t for w in QUESTION_WORDS if w.isalpha() for t in words(w, language)[:1]}
+    return [t for t in dict.fromkeys(words(question, language)) if t not in kind]
+
+
+def marked_units(chunk: Chunk) -> list[tuple[str, bool]]:
+    """The prose units of what the generator sees, each with whether it is the chunk's own.
+
+    Neighbour context holds the chunk's text verbatim: the units inside it are own, those before and
+    after are the neighbours' (even when a neighbour repeats one of the chunk's sentences). Otherwise
+    (CRAG's strips, which join the sentences they keep) a unit is own while the chunk's text still has
+    an unused copy of it, or when it is made only of own units (two strips can merge into one unit)."""
+    units = prose_units(chunk.generation_text)
+    context, text = chunk.context_text, chunk.text
+    if context is None:
+        return [(unit, True) for unit in units]
+    own_units = prose_units(text)
+    at = context.find(text) if text else -1
+    if at >= 0:
+        before, after = prose_units(context[:at]), prose_units(context[at + len(text) :])
+        if before + own_units + after == units:
+            return [(u, False) for u in before] + [(u, True) for u in own_units] + [(u, False) for u in after]
+    unused = Counter(own_units)
+    pieces = sorted(unused, key=len, reverse=True)
+    own_prose = " ".join(own_units)
+
+    def made_of_own(unit: str) -> bool:
+        if unit in own_prose:
+            return True
+        for piece in pieces:
+            unit = unit.replace(piece, " ")
+        return not unit.strip()
+
+    marked = []
+    for unit in units:
+        if unused[unit] > 0:
+            unused[unit] -= 1
+            marked.append((unit, True))
+        else:
+            marked.append((unit, unit not in unused and made_of_own(unit)))
+    return marked
+
+
+def score_sentences(
+    question: str,
+    chunks: Sequence[Chunk],
+    own_only: bool = False,
+    words: Analyzer = PLAIN,
+    language: str | None = None,
+) -> list[ScoredSentence]:
+    """Every sentence the generator sees (or, with `own_only`, those of the chunks' own texts), scored
+    by its coverage of the question's terms, each term weighted by its rarity among those sentences.
+    `words` turns text into terms: each sentence is read in its chunk's language, the question in
+    `language` (the first chunk's when unknown), so a stemming analyzer stems both sides alike."""
+    terms = question_terms(question, words, language or (chunks[0].language if chunks else None))
+    # Each sentence's own words and its heading's, read once (each ask of a question scores them again).
+    headings = [set(words(" ".join(chunk.heading_path), chunk.language)) for chunk in chunks]
+    sentences = [
+        (chunk, rank, position, unit, own, set(words(unit, chunk.language)), headings[rank - 1])
+        for rank, chunk in enumerate(chunks, start=1)
+        for position, (unit, own) in enumerate(marked_units(chunk))
+        if own or not own_only
+    ]
+    if not terms or not sentences:
+        return []
+    total = len(sentences)
+    weight = {t: math.log(1 + total / (1 + sum(t in s[5] or t in s[6] for s in sentences))) for t in terms}
+    norm = sum(weight.values()) or 1.0
+    scored = []
+    for chunk, rank, position, unit, own, own_words, heading in sentences:
+        # Words in the sentence count fully; words only in its heading count half.
+        coverage = sum(weight[t] * (1.0 if t in own_words else 0.5 if t in heading else 0.0) for t in terms) / norm
+        scored.append(ScoredSentence(unit, chunk.chunk_id, rank, position, coverage + 0.05 / rank, own))
+    return scored
+
+
+def once(scored: list[ScoredSentence]) -> list[ScoredSentence]:
+    """Each sentence text once, at its best score: with context, a page's sentence can be one hit's own
+    and another hit's neighbour."""
+    best: dict[str, ScoredSentence] = {}
+    for s in scored:
+        if s.text not in best or s.score > best[s.text].score:
+            best[s.text] = s
+    return list(best.values())
+
+
+def with_marker(unit: str, chunk_id: str) -> str:
+    """The unit with the chunk's marker on each of its sentences: a table row can hold several, and a
+    sentence without a marker of its own would not be released (pipelines/answering/citations.py)."""
+    return " ".join(_marked(sentence, chunk_id) for sentence in split_sentences(unit))
+
+
+def _marked(sentence: str, chunk_id: str) -> str:
+    marker = f" [C:{chunk_id}]"
+    stripped = sentence.rstrip()
+    if stripped.endswith(("```", "~~~")):  # a code block's closing fence stands alone on its line
+        return stripped + "\n" + marker.strip() + "."
+    if stripped and stripped[-1] in ".!?。！？।॥":
+        return stripped[:-1] + marker + stripped[-1]
+    return stripped + marker + "."
+
+
+def extract_answer(
+    question: str,
+    chunks: Sequence[Chunk],
+    max_sentences: int = 3,
+    min_score: float = 0.15,
+    passages: int = 5,
+    ranker: SentenceRanker | None = None,
+    each_ask: bool = True,
+    words: Analyzer = PLAIN,
+    language: str | None = None,
+) -> tuple[str, list[ScoredSentence]]:
+    """The cited answer and the sentences it used; an empty answer when nothing covers the question.
+    The chunks' own sentences come first; their neighbours' only when no own sentence qualifies.
+    `ranker`: orders the qualifying sentences instead of their coverage (see the module's docstring).
+    `each_ask` False: a question of two asks is scored as one (the evaluation's comparison).
+    `words`, `language`: how sentences and question become terms (`score_sentences`)."""
+    chunks = chunks[:passages]
+    own_only = True
+
+    def score(text: str, own: bool) -> list[ScoredSentence]:
+        found = score_sentences(text, chunks, own_only=own, words=words, language=language)
+        return [s for s in found if s.score >= min_score]
+
+    scored = score(question, True)
+    if not scored and any(c.context_text is not None for c in chunks):
+        own_only = False
+        scored = once(score(question, False))
+    best = ranked(question, scored, ranker, max_sentences) if ranker else covering(scored, max_sentences)
+    if not best:
+        return "", []
+    if ranker is None and each_ask:
+        best = each_ask_answered(question, best, max_sentences, lambda ask: score(ask, own_only))
+    ordered = sorted(best, key=lambda s: (s.rank, s.position))
+    return answer_text(ordered, chunks), ordered
+
+
+def answer_text(sentences: Sequence[ScoredSentence], chunks: Sequence[Chunk]) -> str:
+    """The cited sentences in order, each followed by the code block or list it introduces, if any
+    (`passage_units.introduced`), cited like the sentence: "... you can use the dev command:" is no answer
+    without the command, nor "The minimum specs are:" without the specs. A quoted item of a list already shown
+    is not said twice."""
+    parts: list[str] = []
+    shown: set[str] = set()
+    for s in sentences:
+        if s.text in shown:
+            continue
+        parts.append(with_marker(s.text, s.chunk_id))
+        block = introduced(chunks[s.rank - 1].generation_text).get(s.text) if s.text.endswith(COLONS) else None
+        if block:
+            parts.extend(with_marker(part, s.chunk_id) for part in block_parts(block))
+            shown.update(prose_units(block))
+    return join_sentences(parts)
+
+
+def each_ask_answered(
+    question: str,
+    best: list[ScoredSentence],
+    count: int,
+    qualifying: Callable[[str], list[ScoredSentence]],
+) -> list[ScoredSentence]:
+    """For a question that asks two things (pipelines/text/asks.py), the best sentence for each ask first (each
+    ask scored on its own, with the same minimum), then the question's best as before, `count` in all.
+    Scored as one, "What is X, and who did Y?" takes the sentences that share most words with the whole
+    question, and those often answer one ask twice. A question of one ask keeps `best`. `qualifying`
+    scores an ask's sentences as the question's were, keeping those that reach the minimum."""
+    asks = split_asks(question)
+    if len(asks) < 2:
+        return best
+    picks: list[ScoredSentence] = []
+    for ask in asks:
+        top = max(qualifying(ask), key=lambda s: s.score, default=None)
+        if top is not None and all(p.text != top.text for p in picks):
+            picks.append(top)
+    for sentence in best:
+        if all(p.text != sentence.text for p in picks):
+            picks.append(sentence)
+    return picks[:count]
+
+
+def covering(scored: list[ScoredSentence], count: int) -> list[ScoredSentence]:
+    """The best `count` by coverage, those close to the best one, so a weak tail does not dilute the answer."""
+    best = sorted(scored, key=lambda s: -s.score)[:count]
+    return [s for s in best if s.score >= best[0].score * 0.6]
+
+
+def ranked(question: str, scored: list[ScoredSentence], ranker: SentenceRanker, count: int) -> list[ScoredSentence]:
+    """The best `count` of the pool by the ranker's score, within `RANKED_MARGIN` of its best."""
+    pool = sorted(scored, key=lambda s: -s.score)[:RANKED_POOL]
+    if not pool:
+        return []
+    scores = list(ranker(question, [s.text for s in pool]))
+    order = sorted(range(len(pool)), key=lambda i: -scores[i])[:count]  # stable: ties keep coverage order
+    return [pool[i] for i in order if scores[i] >= scores[order[0]] - RANKED_MARGIN]

@@ -1,0 +1,247 @@
+"""Citation verification: does the cited passage say what the sentence says?
+
+`support_score` is the lexical check: the share of a sentence's content words, numbers and
+identifiers that the passage contains, after light suffix stripping. Identifiers weigh double and
+numbers triple, and a number or identifier missing from the passage halves the score: a wrong port
+or version makes a wrong answer, and so does a right port given to another command (a model wrote
+"The `harbor sync` command uses port 7420" from a passage about the dashboard's port). The words of
+a code span count as identifiers. A sentence that negates what the passage affirms, or the other way
+round, has its score halved as well ("`0` is not forbidden" against "`0` is forbidden": every word is
+there). It asks "does this text say this?" more strictly than a similarity score would: every word
+the sentence adds beyond the passage lowers it. Measured on labelled pairs by `evals/verify_pairs.py`
+(docs/operations.md). Chinese and Japanese text, written without spaces, is
+compared by overlapping character pairs (as BM25 reads it): a paraphrased Chinese sentence is a run of
+characters that never occurs whole in its passage.
+
+`judge_support` is the `llm` check: a language model asked the same question, yes or no.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Iterable
+from dataclasses import dataclass
+from functools import lru_cache
+
+from pipelines.adapters.llm_harness import LLMHarness
+from pipelines.answering.citations import split_sentences, strip_markers
+from pipelines.answering.passage_units import CODE_SPAN, plain
+from pipelines.text.analysis import analyze_snowball
+
+
+def terms_of(text: str) -> list[str]:
+    """Plain terms (no stemming: `stem` below does the light stripping), CJK runs as character pairs."""
+    return analyze_snowball(text, None)
+
+
+_NUMBER = re.compile(r"^\d[\d.,:]*$")
+_IDENTIFIER = re.compile(r"[_.\-/]|[a-z][A-Z]|\d")
+# Words joined by hyphens or slashes: prose writes them either way ("JavaScript/CSS", "JavaScript and CSS").
+_COMPOUND = re.compile(r"[^\W\d_]+(?:[-/][^\W\d_]+)+")
+# Words that carry no claim of their own in an answer sentence.
+_LIGHT = frozenset(
+    [
+        "also",
+        "just",
+        "only",
+        "very",
+        "more",
+        "most",
+        "some",
+        "other",
+        "such",
+        "same",
+        "each",
+        "every",
+        "all",
+        "both",
+        "either",
+        "neither",
+        "should",
+        "would",
+        "could",
+        "might",
+        "must",
+        "may",
+        "shall",
+        "one",
+        "two",
+        "default",
+        "can",
+        "use",
+        "used",
+        "using",
+        "set",
+    ]
+)
+# English negations: a sentence that has one and the passage sentence that holds its claim has not (or the
+# other way round) says the opposite with the same words ("0 is forbidden" / "0 is not forbidden").
+_NEGATION = re.compile(r"\b(?:not|never|cannot|no longer|neither|nor)\b|n['’]t\b", re.IGNORECASE)
+_FENCED = re.compile(r"^\s*(```|~~~).*?^\s*\1[^\n]*$", re.MULTILINE | re.DOTALL)
+_SUFFIXES = ("ing", "edly", "ed", "es", "s", "ly", "ment", "ness", "ation")
+
+
+def stem(term: str) -> str:
+    if _IDENTIFIER.search(term):
+        return term  # identifiers and numbers match exactly
+    for suffix in _SUFFIXES:
+        if term.endswith(suffix) and len(term) - len(suffix) >= 3:
+            return term[: -len(suffix)]
+    return term
+
+
+def claim_terms(sentence: str) -> dict[str, float]:
+    """The sentence's content terms with their weights (numbers 3, identifiers 2, words 1)."""
+    weights: dict[str, float] = {}
+    text = strip_markers(sentence)
+    in_code = _code_words(text)
+    for raw in re.findall(r"\S+", text):
+        for term in terms_of(raw):
+            if term in _LIGHT or len(term) < 2:
+                continue
+            heavy = bool(_IDENTIFIER.search(raw.strip(".,;:()'\"`"))) or term in in_code
+            weight = 3.0 if _NUMBER.match(term) else 2.0 if heavy else 1.0
+            weights[stem(term)] = max(weights.get(stem(term), 0.0), weight)
+    return weights
+
+
+def _code_words(text: str) -> set[str]:
+    return {term for span in CODE_SPAN.finditer(text) for term in terms_of(span.group(2)) if len(term) >= 2}
+
+
+def exact_terms(sentence: str) -> set[str]:
+    """The terms a passage must contain as written: numbers, identifiers, and the words of code spans."""
+    text = strip_markers(sentence)
+    return {t for t in terms_of(text) if _IDENTIFIER.search(t)} | _code_words(text)
+
+
+def support_score(sentence: str, passage: str) -> float:
+    """Weighted share of the sentence's claim terms found in the passage, 0..1 (1 when it has none)."""
+    terms = claim_terms(sentence)
+    if not terms:
+        return 1.0
+    present = {stem(t) for t in terms_of(passage)}
+    exact = exact_terms(sentence)
+    missing = exact - present
+    if missing:  # the passage may still write them another way; read it as an answer quotes it, markup gone
+        lowered = plain(passage).lower()
+        present |= {t for t in missing if _written_in(t, lowered) or _compound_in(t, present)}
+    share = sum(w for t, w in terms.items() if t in present) / sum(terms.values())
+    # A number or identifier the passage does not contain makes the claim wrong however much else
+    # matches (a long sentence with one changed port, version or command name would otherwise pass).
+    if not exact <= present:
+        share *= 0.5
+    if share > 0 and _reversed(sentence, terms, passage):
+        share *= 0.5
+    return share
+
+
+def _reversed(sentence: str, terms: dict[str, float], passage: str) -> bool:
+    """The sentence negates what the passage affirms, or affirms what it negates: the same words with the
+    opposite meaning. A negation's scope is the first content word after it ("does not require a restart":
+    `requir`). The sentence's negated word must be negated in the passage sentence that has it and most
+    of the claim (or, when none has it, in a passage sentence holding most of the claim); a word that the
+    passage sentence holding most of the claim (half of it at least) negates must not be affirmed.
+    Lexical, English negations, prose only: a `not` in code negates nothing a sentence says."""
+    text = strip_markers(sentence)
+    if "```" in text:
+        return False
+    mine = _negated_words(text)
+    if not mine and not _NEGATION.search(passage):
+        return False
+    parts = [(sum(w for t, w in terms.items() if t in stems), stems, negated) for stems, negated in _prose(passage)]
+    best = max((held for held, _, _ in parts), default=0.0)
+    near = [negated for held, _, negated in parts if held > 0 and held >= best / 2]
+    for word in mine:
+        having = [(held, negated) for held, stems, negated in parts if word in stems]
+        top = max((held for held, _ in having), default=0.0)
+        if not any([negated for held, negated in having if held == top] or near):
+            return True
+    whole = sum(terms.values())
+    return any(
+        word in terms and word not in mine
+        for held, _, negated in parts
+        if held == best and held >= whole / 2
+        for word in negated
+    )
+
+
+@lru_cache(maxsize=256)
+def _prose(passage: str) -> tuple[tuple[frozenset[str], tuple[str, ...]], ...]:
+    """Each prose sentence of a passage as its stemmed terms and negated words (kept: an answer checks
+    several sentences against one passage, and a model's sentence against every passage). Not
+    `passage_units.prose_units`: it drops headings and short sentences and splits tables into rows, which
+    moves the sentence that holds most of a claim (two supported labelled pairs lost, one true model
+    sentence rejected, when tried)."""
+    return tuple(
+        (frozenset(stem(t) for t in terms_of(part)), tuple(_negated_words(part)))
+        for paragraph in re.split(r"\n\s*\n", plain(_FENCED.sub("\n\n", passage)))
+        for part in split_sentences(paragraph)
+    )
+
+
+def _negated_words(text: str) -> list[str]:
+    """The first content word after each negation, up to the end of its clause; `""` for a negation with
+    none (it still counts as one)."""
+    words = []
+    for match in _NEGATION.finditer(text):
+        clause = re.split(r"[,;:.!?()]", text[match.end() :], maxsplit=1)[0]
+        scope = [stem(t) for t in terms_of(clause) if t not in _LIGHT and len(t) >= 2]
+        words.append(scope[0] if scope else "")
+    return words
+
+
+def _written_in(term: str, lowered_passage: str) -> bool:
+    """The term stands in the passage as written, inside a longer token too (a path inside a URL)."""
+    return re.search(rf"(?<![a-z0-9]){re.escape(term)}(?![a-z0-9])", lowered_passage) is not None
+
+
+def _compound_in(term: str, present: set[str]) -> bool:
+    """A compound of plain words stands when each word does; a name with `_`, `.` or digits must be whole."""
+    return _COMPOUND.fullmatch(term) is not None and all(stem(part) in present for part in re.split(r"[-/]", term))
+
+
+@dataclass(frozen=True)
+class Check:
+    chunk_id: str
+    score: float
+    supported: bool
+    reason: str
+
+
+def check_citations(sentence: str, cited: Iterable[tuple[str, str]], min_support: float) -> list[Check]:
+    """One check per (chunk_id, passage text) the sentence cites."""
+    out = []
+    for chunk_id, passage in cited:
+        score = support_score(sentence, passage)
+        ok = score >= min_support
+        reason = "supported" if ok else f"only {score:.0%} of the sentence's content words are in the passage"
+        out.append(Check(chunk_id, round(score, 4), ok, reason))
+    return out
+
+
+def supporting_passage(sentence: str, passages: Iterable[tuple[str, str]], min_support: float) -> str | None:
+    """The chunk id of the passage that best supports a sentence, if it scores at least `min_support`: the
+    citation for a sentence whose generator left its marker out, or whose every citation failed."""
+    best: tuple[str | None, float] = (None, 0.0)
+    for chunk_id, passage in passages:
+        score = support_score(sentence, passage)
+        if score > best[1]:
+            best = (chunk_id, score)
+    return best[0] if best[0] is not None and best[1] >= min_support else None
+
+
+JUDGE_PROMPT = """Passage:
+{passage}
+
+Sentence: {sentence}
+
+Does the passage state what the sentence says (not merely a related topic)? Answer with one word: yes or no."""
+
+
+def judge_support(harness: LLMHarness, sentence: str, passage: str) -> tuple[bool, str]:
+    """The `llm` check: a language model's yes or no, and its verdict as written. A judge that cannot be
+    reached raises `GenerationUnavailable`: callers fail closed."""
+    prompt = JUDGE_PROMPT.format(passage=passage, sentence=strip_markers(sentence))
+    verdict = harness.complete([{"role": "user", "content": prompt}], max_tokens=3).text.strip()
+    return verdict.lower().startswith("yes"), verdict

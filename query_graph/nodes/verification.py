@@ -1,0 +1,150 @@
+"""Verification nodes: does each cited chunk say what its sentence says?
+
+Variants (`verify`): `off`; `lexical` (support score over content words, numbers and identifiers,
+pipelines/answering/verification.py); `llm` (a yes/no judge through the litellm harness). An unsupported citation
+is removed (and a sentence left with none is dropped) or flagged (`verify_action`); either way the
+reply's `verification` field lists it with the reason. Verification fails closed: a judge that
+cannot be reached fails the request (503 `verification_unavailable`).
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from hamilton.function_modifiers import config
+
+from pipelines.adapters.llm_harness import GenerationUnavailable, LLMHarness
+from pipelines.answering.citations import MARKER, ValidatedSentence, close_gaps, join_sentences, strip_markers
+from pipelines.answering.extractive import with_marker
+from pipelines.answering.verification import Check, check_citations, judge_support, supporting_passage
+from query_graph.nodes.retrieval import Candidate
+from query_graph.nodes.validation import ValidatedAnswer
+from query_graph.sink import release
+
+
+class VerificationUnavailable(RuntimeError):
+    """The `llm` judge could not be reached: citations cannot be checked, so nothing is released."""
+
+
+@dataclass
+class SentenceChecker:
+    mode: str  # off | lexical | llm
+    passages: dict[str, str]
+    min_support: float
+    action: str  # remove | flag
+    harness: LLMHarness | None = None
+    _memo: dict[str, tuple[ValidatedSentence | None, list[dict[str, Any]]]] = field(default_factory=dict)
+    _lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def _judge(self, sentence: str, chunk_id: str) -> Check:
+        assert self.harness is not None
+        try:
+            ok, verdict = judge_support(self.harness, sentence, self.passages[chunk_id])
+        except GenerationUnavailable as exc:
+            raise VerificationUnavailable(f"the verification judge failed: {exc}") from exc
+        return Check(chunk_id, 1.0 if ok else 0.0, ok, "judge: yes" if ok else f"judge: {verdict[:40]}")
+
+    def checks(self, sentence: ValidatedSentence) -> list[Check]:
+        if self.mode == "lexical":
+            return check_citations(sentence.text, [(c, self.passages[c]) for c in sentence.chunk_ids], self.min_support)
+        if self.mode == "llm":
+            return [self._judge(sentence.text, c) for c in sentence.chunk_ids]
+        return []
+
+    def check(self, sentence: ValidatedSentence) -> tuple[ValidatedSentence | None, list[dict[str, Any]]]:
+        """(the sentence as released or None, report entries); the same sentence is checked once."""
+        with self._lock:
+            if sentence.text in self._memo:
+                return self._memo[sentence.text]
+        checks = self.checks(sentence)
+        bad = [c for c in checks if not c.supported]
+        report = [
+            {
+                "sentence": strip_markers(sentence.text),
+                "chunk_id": c.chunk_id,
+                "score": c.score,
+                "reason": c.reason,
+                "action": "removed" if self.action == "remove" else "flagged",
+            }
+            for c in bad
+        ]
+        kept: ValidatedSentence | None = sentence
+        if bad and self.action == "remove":
+            gone = {c.chunk_id for c in bad}
+            left = [c for c in sentence.chunk_ids if c not in gone]
+            text = close_gaps(MARKER.sub(lambda m: "" if m.group(1) in gone else m.group(0), sentence.text))
+            kept = ValidatedSentence(text, left) if left else self._recited(text, gone, report)
+        with self._lock:
+            self._memo[sentence.text] = (kept, report)
+        return kept, report
+
+    def _recited(self, text: str, gone: set[str], report: list[dict[str, Any]]) -> ValidatedSentence | None:
+        """A sentence whose every citation failed, cited instead to the supplied passage that supports it.
+
+        Small models leave markers out, and sometimes cite the wrong passage for a true sentence (the
+        packaged 1.5B model wrote "Set `HARBOR_PORT` to choose another port." citing the command-line page). A sentence without a marker gets the supporting passage's (pipelines/answering/litellm_generator.py);
+        a wrong marker is no better evidence than none, so the sentence is treated the same way, and the
+        report says where its citation went. Lexical only: the judge would be asked once per passage."""
+        if self.mode != "lexical":
+            return None
+        others = [(c, p) for c, p in self.passages.items() if c not in gone]
+        chunk_id = supporting_passage(text, others, self.min_support)
+        if chunk_id is None:
+            return None
+        for entry in report:
+            entry.update(action="recited", recited_to=chunk_id)
+        return ValidatedSentence(with_marker(text, chunk_id), [chunk_id])
+
+    def release(self, index: int, sentence: ValidatedSentence) -> None:
+        """Check a sentence and, when it stays, hand it to a streaming caller straight away."""
+        kept, _ = self.check(sentence)
+        if kept is not None:
+            release(index, kept)
+
+
+def _passages(context_candidates: list[Candidate]) -> dict[str, str]:
+    return {c.chunk.chunk_id: c.chunk.generation_text for c in context_candidates}
+
+
+@config.when(verify="off")
+def sentence_checker__off(context_candidates: list[Candidate], verify_action: str) -> SentenceChecker:
+    return SentenceChecker("off", _passages(context_candidates), 0.0, verify_action)
+
+
+@config.when(verify="lexical")
+def sentence_checker__lexical(
+    context_candidates: list[Candidate], verify_min_support: float, verify_action: str
+) -> SentenceChecker:
+    return SentenceChecker("lexical", _passages(context_candidates), verify_min_support, verify_action)
+
+
+@config.when(verify="llm")
+def sentence_checker__llm(
+    context_candidates: list[Candidate], verify_action: str, llm_harness: LLMHarness
+) -> SentenceChecker:
+    return SentenceChecker("llm", _passages(context_candidates), 0.0, verify_action, llm_harness)
+
+
+@dataclass(frozen=True)
+class VerifiedAnswer:
+    sentences: list[ValidatedSentence]
+    report: dict[str, Any]
+
+    @property
+    def text(self) -> str:
+        return join_sentences(s.text for s in self.sentences)
+
+
+def verified_answer(validated_answer: ValidatedAnswer, sentence_checker: SentenceChecker) -> VerifiedAnswer:
+    kept: list[ValidatedSentence] = []
+    problems: list[dict[str, Any]] = []
+    for index, sentence in enumerate(validated_answer.sentences):
+        released, report = sentence_checker.check(sentence)
+        problems.extend(report)
+        if released is not None:
+            kept.append(released)
+            release(index, released)
+    checked = sum(len(s.chunk_ids) for s in validated_answer.sentences) if sentence_checker.mode != "off" else 0
+    return VerifiedAnswer(kept, {"mode": sentence_checker.mode, "checked": checked, "unsupported": problems})

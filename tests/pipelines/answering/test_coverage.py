@@ -1,0 +1,46 @@
+"""Coverage rules on their own: which tokens are names, and when a question is not covered."""
+
+from __future__ import annotations
+
+from pipelines.answering.coverage import assess, name_tokens
+
+VOCABULARY = {"harbor", "sync", "registry", "upload", "port", "dashboard", "listen", "javascript", "css", "chart"}
+
+
+def contains(term: str) -> bool:
+    return term in VOCABULARY
+
+
+def test_names_skip_sentence_starts_possessives_and_question_words() -> None:
+    assert name_tokens("How do I use Harbor's sync with Jenkins? Which CI? Then gRPC.", "en") == [
+        "Harbor",
+        "Jenkins",
+        "CI",
+        "gRPC",
+    ]
+    assert name_tokens("I run app.add_middleware(MiddlewareA) first. Which one wins?", "en") == [
+        "app.add_middleware",
+        "MiddlewareA",
+    ]
+    # An abbreviation's full stop does not end the sentence; numbers and versions are not names.
+    assert name_tokens("Run it at 2 a.m. Daily with chart 9.4.0, e.g. nightly", "en") == ["a.m", "Daily"]
+    # German capitalises every noun: only mixed case, acronyms and identifiers count there.
+    assert name_tokens("Wie lade ich Artefakte mit FastAPI und der CLI hoch?", "de") == ["FastAPI", "CLI"]
+
+
+def test_a_name_the_corpus_never_mentions_is_not_covered() -> None:
+    result = assess("How do I trigger harbor sync from Jenkins?", "en", contains)
+    assert not result.covered and result.rule == "names" and result.uncovered_names == ["Jenkins"]
+    # A compound is mentioned when one of its word parts is.
+    assert assess("How do I serve JavaScript/CSS from the dashboard?", "en", contains).covered
+
+
+def test_mostly_absent_vocabulary_is_not_covered_but_one_odd_word_is() -> None:
+    off = assess("what is the boiling point of mercury", "en", contains)
+    assert not off.covered and off.rule == "vocabulary" and off.absent_terms == ["boiling", "point", "mercury"]
+    one_odd = assess("does harbor sync retry a flaky registry upload", "en", contains)
+    assert one_odd.covered and one_odd.absent_terms == ["retry", "flaky"] and one_odd.content_terms == 6
+
+
+def test_a_false_premise_number_is_not_a_missing_name() -> None:
+    assert assess("Since chart 9.4.0, which port does the dashboard listen on?", "en", contains).covered

@@ -1,0 +1,391 @@
+"""The extractive generator with neighbour context: a hit's own sentences answer before its neighbours'.
+
+Real chunks throughout: a page cleaned and chunked by the real chunkers, token counts from the
+packaged embedding model's tokenizer, neighbour context from `chunk_document(..., context=...)`.
+"""
+
+from __future__ import annotations
+
+from dataclasses import replace
+
+from evals.answers import quoted_in, statements
+from pipelines.adapters.embedders import load_embedder
+from pipelines.answering.citations import markers, validate
+from pipelines.answering.crag import knowledge_strips
+from pipelines.answering.extractive import extract_answer, marked_units, score_sentences
+from pipelines.answering.passage_units import prose_units
+from pipelines.answering.verification import check_citations
+from pipelines.documents import Chunk, Document
+from pipelines.ingestion.chunkers import chunk_document
+from pipelines.ingestion.cleaners import clean_markdown
+from pipelines.text.analysis import analyzer
+from tests.pipelines.list_pages import PAGE as PAGE_WITH_LISTS
+
+COUNT = load_embedder("bge-small-en-v1.5-int8").count_tokens
+
+PAGE = """# Server { #server }
+
+## Timeouts { #timeouts }
+
+A slow request is stopped when the request timeout passes. The default request timeout is thirty seconds.
+
+## Workers { #workers }
+
+The RAGLINE_WORKERS variable sets the number of processes that serve requests.
+
+## Logging { #logging }
+
+Worker processes log how many requests they serve, with the worker number and its memory use.
+"""
+
+OWN = "The RAGLINE_WORKERS variable sets the number of processes that serve requests."
+NEIGHBOUR = "Worker processes log how many requests they serve, with the worker number and its memory use."
+QUESTION = "How many worker processes serve requests?"
+
+
+def page_chunks(context: int, text: str = PAGE) -> list[Chunk]:
+    clean, title = clean_markdown(text)
+    page = Document("en/server.md", "file:///en/server.md", clean, "h", "now", title=title or "Server")
+    return chunk_document(page, "heading", COUNT, context=context)
+
+
+def workers_chunk(context: int, text: str = PAGE) -> Chunk:
+    return next(c for c in page_chunks(context, text) if c.anchor == "workers")
+
+
+def test_the_hits_own_sentence_answers_before_a_neighbour_sharing_more_question_words() -> None:
+    hit = workers_chunk(context=300)
+    assert hit.context_text is not None and NEIGHBOUR in hit.context_text and OWN in hit.text
+    # Scored together (the rule before own-first), the neighbour's sentence wins: it has every question word.
+    together = sorted(score_sentences(QUESTION, [hit]), key=lambda s: -s.score)
+    assert together[0].text == NEIGHBOUR and not together[0].own
+
+    answer, used = extract_answer(QUESTION, [hit])
+
+    assert [s.text for s in used] == [OWN] and all(s.own for s in used)
+    assert "RAGLINE_WORKERS" in answer and "memory" not in answer
+    assert markers(answer) == [hit.chunk_id]
+    # Every released sentence is found in (and supported by) the text the generator saw for the cited chunk.
+    assert_released_quoted_and_supported(answer, hit)
+
+
+def test_with_context_the_answer_is_the_one_without_it_when_the_own_text_answers() -> None:
+    hit = workers_chunk(context=300)
+    alone = workers_chunk(context=0)
+    assert alone.context_text is None and alone.chunk_id == hit.chunk_id
+    (wide, wide_used), (narrow, narrow_used) = extract_answer(QUESTION, [hit]), extract_answer(QUESTION, [alone])
+    assert wide == narrow
+    assert [(s.text, s.score) for s in wide_used] == [(s.text, s.score) for s in narrow_used]
+
+
+def test_a_neighbour_repeating_an_own_sentence_does_not_make_it_own_twice() -> None:
+    page = PAGE + "\n## Recap { #recap }\n\n" + OWN + "\n"
+    hit, alone = workers_chunk(context=300, text=page), workers_chunk(context=0, text=page)
+    assert hit.context_text is not None and hit.context_text.count(OWN) == 2
+    assert [unit for unit, own in marked_units(hit) if own] == [unit for unit, _ in marked_units(alone)]
+    (wide, wide_used), (narrow, narrow_used) = extract_answer(QUESTION, [hit]), extract_answer(QUESTION, [alone])
+    assert wide == narrow and wide.count("RAGLINE_WORKERS") == 1
+    assert [(s.text, s.score) for s in wide_used] == [(s.text, s.score) for s in narrow_used]
+
+
+def test_the_neighbours_answer_when_no_own_sentence_does() -> None:
+    hit = workers_chunk(context=300)
+    question = "What is the default request timeout?"
+    assert extract_answer(question, [workers_chunk(context=0)])[0] == ""  # the hit alone cannot answer
+
+    answer, used = extract_answer(question, [hit])
+
+    assert "thirty seconds" in answer and used and not any(s.own for s in used)
+    assert set(markers(answer)) == {hit.chunk_id}  # a neighbour's sentence cites the hit it was read with
+    assert all(quoted_in(s.text, [hit.generation_text]) for s in statements(answer))
+
+
+def test_a_neighbours_sentence_links_to_the_neighbours_section() -> None:
+    for strategy in ("heading", "heading_packed"):
+        clean, title = clean_markdown(PAGE)
+        page = Document("en/server.md", "file:///en/server.md", clean, "h", "now", title=title or "Server")
+        # Targets small enough that each section is its own chunk, the others its context.
+        chunks = chunk_document(page, strategy, COUNT, context=300, target=20, limit=40, overlap=0)
+        hit = next(c for c in chunks if OWN in c.text)
+        answer, used = extract_answer("What is the default request timeout?", [hit])
+        assert "thirty seconds" in answer and not any(s.own for s in used), strategy
+        # The quote is the Timeouts section's, read as the Workers hit's context: the link goes there.
+        assert hit.anchor == "workers" and {hit.anchor_for(s.text) for s in used} == {"timeouts"}, strategy
+        assert hit.source_uri_for(used[0].text) == "file:///en/server.md#timeouts"
+
+
+def test_a_sentence_that_is_one_hits_own_and_anothers_neighbour_is_said_once() -> None:
+    chunks = page_chunks(context=300)
+    timeouts = next(c for c in chunks if c.anchor == "timeouts")
+    hit = workers_chunk(context=300)
+    question = "What is the default request timeout?"
+    answer, used = extract_answer(question, [hit, timeouts])
+    assert "thirty seconds" in answer
+    # Own-first: the sentence is the timeouts chunk's own, so it cites that chunk, once.
+    assert len(used) == len({s.text for s in used}) and all(s.chunk_id == timeouts.chunk_id for s in used)
+
+
+def test_crag_strips_of_a_chunk_without_neighbours_are_all_its_own() -> None:
+    alone = workers_chunk(context=0)
+    stripped = replace(alone, context_text=knowledge_strips(QUESTION, alone.generation_text))
+    assert stripped.context_text is not None and stripped.context_text != alone.text
+    assert marked_units(stripped) and all(own for _, own in marked_units(stripped))
+    assert extract_answer(QUESTION, [stripped])[0] == extract_answer(QUESTION, [alone])[0]
+
+
+SERVER_FACTS = [
+    "The server listens on port 7420 unless RAGLINE_PORT sets another port for the server.",
+    "The server on port 7420 serves the chat page, and the server's port is printed at start-up.",
+    "Old logs are deleted after fourteen days.",
+]
+
+
+def test_a_question_of_two_asks_gets_a_sentence_for_each_ask() -> None:
+    chunk = Chunk("srv-0", "server.md", "Server", ["Server"], "", "", "heading", "en", 0, " ".join(SERVER_FACTS))
+    question = "Which port does the server listen on, and how long are rotated logs kept?"
+    one, _ = extract_answer(question, [chunk], max_sentences=2, each_ask=False)
+    both, used = extract_answer(question, [chunk], max_sentences=2)
+    # Scored as one question, the two sentences sharing most of its words both answer the port.
+    assert "fourteen days" not in one and one.count("7420") == 2
+    assert "7420" in both and "fourteen days" in both and len(used) == 2
+    assert [s.position for s in used] == sorted(s.position for s in used)  # still in passage order
+    # A question of one ask is answered as before.
+    single = "Which port does the server listen on?"
+    assert extract_answer(single, [chunk]) == extract_answer(single, [chunk], each_ask=False)
+
+
+RETENTION = Chunk(
+    "r-0", "guide/config.md", "Configuration", ["Configuration", "Retention"], "retention", "", "heading", "en", 0,
+    "Harbor keeps build logs for 14 days. The `retention_days` key in `harbor.toml` changes how long logs are kept.",
+)  # fmt: skip
+PORTS_ZH = Chunk(
+    "z-0", "zh/config.md", "配置", ["配置"], "", "", "heading", "zh", 0,
+    "仪表板默认监听端口 7420。设置 HARBOR_PORT 可以换一个端口。",
+)  # fmt: skip
+
+
+def test_the_snowball_analyzer_matches_a_question_worded_in_other_inflections() -> None:
+    question = "How long is a build log kept?"  # the page says "keeps build logs"
+    plain, _ = extract_answer(question, [RETENTION], words=analyzer("plain"), language="en")
+    stemmed, _ = extract_answer(question, [RETENTION], words=analyzer("snowball"), language="en")
+    assert "14 days" not in plain
+    assert "Harbor keeps build logs for 14 days [C:r-0]." in stemmed
+
+
+def test_a_chinese_question_is_answered_from_character_bigrams() -> None:
+    # To the plain analyzer a run of Han characters is one word: nothing matches, nothing is answered.
+    question = "仪表板默认用哪个端口？"
+    assert extract_answer(question, [PORTS_ZH], words=analyzer("plain"), language="zh") == ("", [])
+    text, used = extract_answer(question, [PORTS_ZH], words=analyzer("snowball"), language="zh")
+    # A Chinese sentence of few spaces is still a sentence (`words_in`), and the one that answers is quoted.
+    assert text == "仪表板默认监听端口 7420 [C:z-0]。" and len(used) == 1
+
+
+SETTINGS_PAGE = """# Runner settings { #settings }
+
+## Global settings { #global }
+
+The settings below go in the global section of the runner's configuration file.
+| Setting | Description |
+|---------|-------------|
+| `check_interval` | How often the runner polls for new jobs, in seconds. |
+| `output_limit`   | Maximum build log size in kilobytes. Default is `4096` (4 MB). |
+| `shutdown_timeout` | How long a [graceful shutdown](https://example.com/shutdown) waits, in seconds. |
+
+Change the file, then restart the runner.
+"""
+
+
+def section_chunk(text: str, path: str, anchor: str) -> Chunk:
+    """The `heading` chunk of one section of a page, cleaned and chunked by the real code."""
+    clean, title = clean_markdown(text)
+    page = Document(path, f"file:///{path}", clean, "h", "now", title=title or path)
+    return next(c for c in chunk_document(page, "heading", COUNT) if c.anchor == anchor)
+
+
+def assert_released_quoted_and_supported(answer: str, chunk: Chunk) -> None:
+    """Validation releases every sentence, each is found in the chunk's text and lexical verification supports it."""
+    released, dropped = validate(answer, [chunk.chunk_id])
+    assert released and not dropped
+    assert all(quoted_in(s.text, [chunk.generation_text]) for s in statements(answer))
+    assert all(
+        c.supported
+        for s in statements(answer)
+        for c in check_citations(s.text, [(chunk.chunk_id, chunk.generation_text)], 0.6)
+    )
+
+
+def settings_chunk() -> Chunk:
+    return section_chunk(SETTINGS_PAGE, "en/settings.md", "global")
+
+
+def test_a_fact_kept_in_a_table_row_is_quoted_and_cited_sentence_by_sentence() -> None:
+    chunk = settings_chunk()
+    question = "What is the maximum build log size, and what is its default?"
+
+    answer, used = extract_answer(question, [chunk], words=analyzer("snowball"), language="en")
+
+    # The row reads as in the source with the markup gone: its cells joined by " | ".
+    assert used[0].text == "output_limit | Maximum build log size in kilobytes. Default is 4096 (4 MB)."
+    # Each sentence of the row carries the marker, so validation releases both and drops nothing.
+    assert "output_limit | Maximum build log size in kilobytes [C:" in answer and "Default is 4096 (4 MB) [C:" in answer
+    assert len(validate(answer, [chunk.chunk_id])[0]) >= 2
+    assert_released_quoted_and_supported(answer, chunk)
+
+
+def test_table_rows_are_units_and_the_header_and_rule_are_not() -> None:
+    units = [unit for unit, _ in marked_units(settings_chunk())]
+    # Prose with no blank line before the table stays prose; the header names columns and is left out.
+    assert "The settings below go in the global section of the runner's configuration file." in units
+    assert not any("Setting" in u and "Description" in u for u in units) and not any("---" in u for u in units)
+    assert "shutdown_timeout | How long a graceful shutdown waits, in seconds." in units  # links keep their text
+    assert "Change the file, then restart the runner." in units
+    assert sum(" | " in u for u in units) == 3
+
+
+CLI_PAGE = """# Command line { #cli }
+
+## Sync { #sync }
+
+The sync command uploads local artefacts to the registry. To upload to another registry, pass its address:
+
+```bash
+harbor sync --registry https://registry.example.com
+```
+
+The sync command prints a summary. Its output looks like this:
+
+```console
+<font color="#4E9A06">synced</font> 3 artefacts
+```
+
+The sync command retries a failed upload three times.
+"""
+
+
+def cli_chunk() -> Chunk:
+    return section_chunk(CLI_PAGE, "en/cli.md", "sync")
+
+
+def test_a_sentence_that_introduces_a_code_block_brings_the_block_cited() -> None:
+    chunk = cli_chunk()
+    question = "How do I upload artefacts to another registry?"
+
+    answer, used = extract_answer(question, [chunk], words=analyzer("snowball"), language="en")
+
+    assert "To upload to another registry, pass its address:" in [s.text for s in used]
+    code = "```bash\nharbor sync --registry https://registry.example.com\n```"
+    assert f"pass its address: [C:{chunk.chunk_id}].\n\n{code}\n[C:{chunk.chunk_id}]." in answer
+    assert any(s.text.startswith("```bash") for s in validate(answer, [chunk.chunk_id])[0])
+    assert_released_quoted_and_supported(answer, chunk)
+
+
+def test_only_a_sentence_ending_in_a_colon_brings_code_and_never_rendered_html() -> None:
+    chunk = cli_chunk()
+    # The terminal session is introduced by a colon too, but it is HTML, not code to copy.
+    answer, used = extract_answer("What does the sync command output look like?", [chunk])
+    assert "Its output looks like this:" in [s.text for s in used] and "```" not in answer and "<font" not in answer
+    # A placeholder in angle brackets is not HTML: that block is code to show.
+    page = "# Ports { #ports }\n\nPoint the client at the server:\n\n```bash\ncurl http://<host>:7420/health\n```\n"
+    ports = section_chunk(page, "en/ports.md", "ports")
+    answer, _ = extract_answer("How do I point the client at the server?", [ports])
+    assert "```bash\ncurl http://<host>:7420/health\n```" in answer
+    # A sentence without a colon brings nothing, even right above a block.
+    answer, _ = extract_answer("How many times does the sync command retry a failed upload?", [chunk])
+    assert "three times" in answer and "```" not in answer
+
+
+def test_crag_strips_keep_the_code_a_kept_sentence_introduces() -> None:
+    chunk = cli_chunk()
+    question = "How do I upload artefacts to another registry?"
+    strips = knowledge_strips(question, chunk.generation_text, words=analyzer("snowball"), language="en")
+    assert "```bash\nharbor sync --registry" in strips and "<font" not in strips
+    stripped = replace(chunk, context_text=strips)
+    answer, _ = extract_answer(question, [stripped], words=analyzer("snowball"), language="en")
+    assert "pass its address: [C:" in answer and "```bash\nharbor sync --registry" in answer
+
+
+def test_crag_strips_read_back_as_the_units_they_kept() -> None:
+    text = "| key | meaning |\n|---|---|\n| retention_days | days build logs are kept |\n\nOld build logs are deleted at night."
+    chunk = Chunk("k-0", "config.md", "Config", ["Config"], "", "", "heading", "en", 0, text)
+    strips = knowledge_strips("How long are build logs kept?", text, words=analyzer("snowball"), language="en")
+    # Joined by spaces, the row (no full stop) ran into the next sentence: a sentence the passage never had.
+    assert prose_units(strips) == ["retention_days | days build logs are kept", "Old build logs are deleted at night."]
+    answer, _ = extract_answer("How long are build logs kept?", [replace(chunk, context_text=strips)])
+    assert answer and all(quoted_in(s.text, [text]) for s in statements(answer))
+
+
+def test_a_sentence_that_introduces_a_list_brings_every_item_cited_on_a_line_of_its_own() -> None:
+    chunk = section_chunk(PAGE_WITH_LISTS, "en/small.md", "requirements")
+    answer, used = extract_answer("What are the minimum specs to run Harbor?", [chunk], words=analyzer("snowball"))
+    marker = f"[C:{chunk.chunk_id}]"
+    assert used[0].text == "The minimum specs with which Harbor runs are:"
+    assert answer.startswith(
+        f"The minimum specs with which Harbor runs are: {marker}.\n\n"
+        f"- Linux-based system (ideally Debian-based) {marker}.\n"
+        f"- 2 GB of RAM + 1 GB of swap {marker}.\n"
+        f"- 20 GB of available storage {marker}.\n"
+        f"- A storage with a good random I/O performance, in order of preference: {marker}.\n"
+        f"- SSD {marker}.\n"
+        f"- HDD {marker}."
+    )
+    assert_released_quoted_and_supported(answer, chunk)
+    # An item is a unit too: a question that asks for it quotes it, and it is not said again after its list.
+    answer, used = extract_answer(
+        "What are the minimum specs to run Harbor, and how much available storage does it need?",
+        [chunk],
+        words=analyzer("snowball"),
+    )
+    assert "20 GB of available storage" in [s.text for s in used]
+    assert answer.count("20 GB of available storage") == 1
+
+
+def test_numbered_steps_come_with_the_code_of_each_step() -> None:
+    chunk = section_chunk(PAGE_WITH_LISTS, "en/small.md", "ban")
+    answer, _ = extract_answer("How do I configure the failed authentication ban?", [chunk], words=analyzer("snowball"))
+    marker = f"[C:{chunk.chunk_id}]"
+    assert (
+        f"To configure the failed authentication ban: {marker}.\n\n1. Edit /etc/harbor/harbor.rb: {marker}." in answer
+    )
+    assert f"```ruby\nharbor['ban'] = {{ 'maxretry' => 10, 'bantime' => 3600 }}\n```\n{marker}." in answer
+    assert f"1. Restart Harbor: {marker}.\n\n```shell\nsudo harbor-ctl restart\n```" in answer
+    released, dropped = validate(answer, [chunk.chunk_id])
+    assert not dropped and "1. Restart Harbor: " + marker + "." in [s.text for s in released]
+    assert_released_quoted_and_supported(answer, chunk)
+
+
+def test_crag_strips_keep_the_list_a_kept_sentence_introduces_once() -> None:
+    chunk = section_chunk(PAGE_WITH_LISTS, "en/small.md", "requirements")
+    question = "What are the minimum specs and storage to run Harbor?"
+    strips = knowledge_strips(question, chunk.generation_text, words=analyzer("snowball"), language="en")
+    assert strips.count("20 GB of available storage") == 1 and "- 2 GB of RAM" in strips
+    answer, _ = extract_answer(question, [replace(chunk, context_text=strips)], words=analyzer("snowball"))
+    assert "- 2 GB of RAM + 1 GB of swap [C:" in answer
+
+
+def test_a_chinese_sentence_ending_in_a_full_width_colon_brings_its_code() -> None:
+    page = "# 服务器 { #server }\n\n## 启动 { #start }\n\n在终端中运行以下命令来启动服务器：\n\n```bash\nharbor serve\n```\n"
+    chunk = replace(section_chunk(page, "zh/server.md", "start"), language="zh")
+    answer, _ = extract_answer("如何启动服务器？", [chunk], words=analyzer("snowball"), language="zh")
+    assert answer.startswith("在终端中运行以下命令来启动服务器： [C:") and "```bash\nharbor serve\n```" in answer
+
+
+SCHEDULE_PAGE = """# Builds { #builds }
+
+## Schedule { #schedule }
+
+The nightly build runs on the cron `0 3 * * *`, and it indexes the files matching `**/*.md`.
+"""
+
+
+def test_a_quoted_code_span_says_what_the_page_says() -> None:
+    """Without its stars the cron read `0 3`, and the glob `/.md`: a quote that the page does not hold."""
+    chunk = section_chunk(SCHEDULE_PAGE, "en/builds.md", "schedule")
+    question = "When does the nightly build run?"
+    answer, _ = extract_answer(question, [chunk], words=analyzer("snowball"), language="en")
+    assert "the cron `0 3 * * *`, and it indexes the files matching `**/*.md` [C:" in answer
+    assert_released_quoted_and_supported(answer, chunk)
+    # CRAG's strips are the passage's units read again: the same quote, still the chunk's own sentence.
+    stripped = replace(chunk, context_text=knowledge_strips(question, chunk.generation_text))
+    again, used = extract_answer(question, [stripped], words=analyzer("snowball"), language="en")
+    assert again == answer and all(s.own for s in used)

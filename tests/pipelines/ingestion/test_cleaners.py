@@ -1,0 +1,121 @@
+"""Cleaners: FastAPI includes and admonitions, Hugo shortcodes and alerts, HTML boilerplate, reST."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+from pipelines.answering.passage_units import block_parts, introduced
+from pipelines.documents import Document
+from pipelines.ingestion.cleaners import clean_document, clean_markdown
+from pipelines.text.language import detect_language, folder_language
+
+
+def page(doc_id: str, text: str) -> Document:
+    return Document(doc_id, f"file:///{doc_id}", text, "h", "now")
+
+
+def test_fastapi_includes_resolve_against_the_source(tmp_path: Path) -> None:
+    (tmp_path / "docs_src" / "body").mkdir(parents=True)
+    (tmp_path / "docs_src" / "body" / "tutorial001.py").write_text(
+        "from fastapi import FastAPI\n\napp = FastAPI()\n\n\n@app.post('/items/')\nasync def create_item(): ...\n"
+    )
+    text = (
+        "# Request Body { #request-body }\n\n/// tip | Use Pydantic\n\nDeclare a model.\n\n///\n\n"
+        "{* ../../docs_src/body/tutorial001.py hl[3] *}\n\nOnly lines:\n\n{* ../../docs_src/body/tutorial001.py ln[6:7] *}\n\n"
+        '```Python hl_lines="1"\n{!> ../../docs_src/body/tutorial001.py!}\n```\n\n{* ../../docs_src/missing.py *}\n\n//// tab | Python 3.10+\n\nx\n\n////\n'
+    )
+    clean, title = clean_markdown(text, "en/tutorial/body.md", tmp_path)
+    assert title == "Request Body"
+    assert "# Request Body { #request-body }" in clean  # the anchor stays for the chunkers
+    assert "**Use Pydantic:**" in clean and "Declare a model." in clean
+    assert clean.count("```python") == 2 and clean.count("```Python") == 1 and clean.count("app = FastAPI()") == 2
+    assert "Only lines:\n\n```python\n@app.post('/items/')\nasync def create_item(): ...\n```" in clean
+    assert "{*" not in clean and "{!" not in clean and "///" not in clean and "**Python 3.10+:**" in clean
+    # Never outside the source root.
+    outside = clean_markdown("{!../../../../etc/passwd!}\n", "en/a.md", tmp_path / "docs_src")[0]
+    assert "root:" not in outside
+
+
+def test_hugo_front_matter_shortcodes_and_alerts() -> None:
+    text = (
+        "---\nstage: Verify\ntitle: 'Install GitLab Runner'\n---\n\n{{< details >}}\n\n- Tier: Free\n\n{{< /details >}}\n\n"
+        '{{< alert type="warning" >}}\n\nBack up first.\n\n{{< /alert >}}\n\n> [!note]\n> Runs on Linux.\n> And macOS.\n\n'
+        '{{< tabs >}}\n{{< tab title="Debian" >}}\n\n`apt install gitlab-runner`\n\n{{< /tab >}}\n{{< /tabs >}}\n\n'
+        "| key | meaning |\n|---|---|\n| `concurrent` | jobs at once |\n"
+    )
+    clean, title = clean_markdown(text)
+    assert title == "Install GitLab Runner"
+    assert "{{" not in clean and "stage:" not in clean
+    assert "**Warning:**" in clean and "Back up first." in clean and "- Tier: Free" in clean
+    assert "**Note:**\nRuns on Linux.\nAnd macOS." in clean and "**Debian:**" in clean
+    assert "| `concurrent` | jobs at once |" in clean
+
+
+def test_an_alert_inside_a_list_item_stays_in_the_list() -> None:
+    text = "To restart the runner:\n\n1. Stop the runner.\n\n   > [!note]\n   > It finishes running jobs first.\n\n1. Start it again.\n"
+    clean, _ = clean_markdown(text)
+    assert "   **Note:**\n   It finishes running jobs first." in clean
+    # At the margin the note would end the list, and the steps after it would be lost from the answer.
+    block = introduced(clean)["To restart the runner:"]
+    assert block_parts(block) == ["1. Stop the runner. Note: It finishes running jobs first.", "1. Start it again."]
+
+
+def test_html_keeps_the_main_content_only() -> None:
+    html = """<!DOCTYPE html><html><head><title>Ports - Harbor</title><script>var x = 1;</script></head><body>
+    <nav><a href="/">Home</a> <a href="/guide">Guide</a></nav>
+    <div class="sidebar">Table of contents</div>
+    <main><h1>Ports</h1><p>The dashboard listens on   port <code>7420</code>.</p>
+    <h2 id="change">Change it</h2><ul><li>Set <strong>HARBOR_PORT</strong>.</li><li>Restart.</li></ul>
+    <pre><code>harbor serve --port 9000
+harbor status</code></pre>
+    <table><tr><th>key</th><th>default</th></tr><tr><td>port</td><td>7420</td></tr></table>
+    <div class="feedback-widget">Was this page helpful? Yes No</div></main>
+    <footer>© Harbor</footer></body></html>"""
+    clean = clean_document(page("guide/ports.html", html))
+    assert clean.title == "Ports"
+    text = clean.text
+    assert text.startswith("# Ports\n\nThe dashboard listens on port `7420`.")
+    assert "## Change it" in text and "- Set **HARBOR_PORT**." in text
+    assert "```\nharbor serve --port 9000\nharbor status\n```" in text
+    assert "| key | default |\n|---|---|\n| port | 7420 |" in text
+    for boilerplate in ("Home", "Table of contents", "helpful", "©", "var x"):
+        assert boilerplate not in text
+    # An extension-less URL page is recognised by its content.
+    assert clean_document(page("docs/ports", html)).title == "Ports"
+
+
+def test_restructuredtext_basics() -> None:
+    rst = """=======
+Harbor
+=======
+
+Intro with ``inline code`` and :ref:`the guide <guide>`.
+
+Install
+-------
+
+Run this::
+
+    pip install harbor-cli
+
+.. code-block:: toml
+   :linenos:
+
+   retention_days = 14
+
+.. note:: Logs are kept for 14 days.
+"""
+    clean = clean_document(page("index.rst", rst))
+    assert clean.title == "Harbor"
+    assert "# Harbor" in clean.text and "## Install" in clean.text
+    assert "Intro with `inline code` and the guide." in clean.text
+    assert "```\npip install harbor-cli\n```" in clean.text and "```toml\nretention_days = 14\n```" in clean.text
+    assert "**Note:** Logs are kept for 14 days." in clean.text
+
+
+def test_language_by_folder_and_by_text() -> None:
+    assert folder_language("es/tutorial/body.md") == "es"
+    assert folder_language("runner/ja-jp/install.md") == "ja"
+    assert folder_language("guide/install.md") is None
+    assert detect_language("Der Server startet automatisch, wenn die Konfiguration gültig ist.") == "de"
+    assert detect_language("# Blob\n\n" + "ab1-" * 400) == "en"  # unsure: the default, not 'Ukrainian'
