@@ -5,6 +5,7 @@ Here, not in evals/, because ingestion's retrieval smoke check reads the same fi
 
 from __future__ import annotations
 
+import hashlib
 import json
 import re
 from dataclasses import dataclass, field
@@ -41,3 +42,21 @@ def load_golden(path: Path) -> list[GoldenQuestion]:
 def normalise(text: str) -> str:
     """Lowercase, delete ` and *, collapse white space (the README's rule, applied to both sides)."""
     return re.sub(r"\s+", " ", re.sub(r"[`*]", "", text.lower())).strip()
+
+
+# The held-out protocol: every golden set splits in two halves by a hash of each question's id, fixed for
+# good (a new question lands in a half without moving the others). Tuning decisions read only `tuning`;
+# `held_out` is reported beside it and never looked at question by question.
+HALVES = ("tuning", "held_out")
+
+
+def half_of(question_id: str) -> str:
+    """The half a question belongs to: the parity of the first byte of the SHA-256 of its id."""
+    return HALVES[hashlib.sha256(question_id.encode("utf-8")).digest()[0] % 2]
+
+
+def split_halves(questions: list[GoldenQuestion]) -> dict[str, list[GoldenQuestion]]:
+    halves: dict[str, list[GoldenQuestion]] = {half: [] for half in HALVES}
+    for question in questions:
+        halves[half_of(question.id)].append(question)
+    return halves
