@@ -94,15 +94,11 @@ def _error_message(error: Any) -> str:
 
 
 def _failure(version: str, result: Any) -> str:
-    failures = [
-        _error_message(event.event_specific_data.error)  # type: ignore[union-attr]
-        for event in result.all_events
-        if event.is_step_failure
-    ]
+    failures = [_error_message(event.event_specific_data.error) for event in result.all_events if event.is_step_failure]
     checks = [
-        _check_failure(e.asset_check_evaluation_data)  # type: ignore[union-attr]
+        _check_failure(e.asset_check_evaluation_data)
         for e in result.all_events
-        if e.event_type_value == "ASSET_CHECK_EVALUATION" and not e.asset_check_evaluation_data.passed  # type: ignore[union-attr]
+        if e.event_type_value == "ASSET_CHECK_EVALUATION" and not e.asset_check_evaluation_data.passed
     ]
     return f"index build {version} failed: {'; '.join(failures + checks) or 'see the Dagster run'}"
 

@@ -36,7 +36,7 @@ class IngestionEnv:
         return self._stores
 
 
-class IngestionResource(ConfigurableResource):  # type: ignore[type-arg]
+class IngestionResource(ConfigurableResource):
     """Settings for `dagster dev`: read from the environment like every other ragline entry point."""
 
     source: str | None = None

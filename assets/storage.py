@@ -15,7 +15,7 @@ from typing import Any
 from dagster import ConfigurableIOManager, InputContext, OutputContext
 
 
-class PickleFolderIOManager(ConfigurableIOManager):  # type: ignore[misc]
+class PickleFolderIOManager(ConfigurableIOManager):
     base_dir: str
 
     def _path(self, key: list[str], partition: str | None) -> Path:

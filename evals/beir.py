@@ -24,7 +24,7 @@ from evals.stats import latency_summary, mean
 from evals.studies.search_modes import SearchSetup, check_modes, run_mode
 from pipelines.adapters.embedders import load_embedder
 from pipelines.documents import Chunk, Document, make_chunk_id, sha256_text
-from pipelines.ingestion import build
+from pipelines.ingestion import build, dense_units
 from pipelines.ingestion.chunkers import chunk_document
 from pipelines.ports import VectorIndex, VectorIndexWriter
 
@@ -107,7 +107,7 @@ def chunk_corpus(corpus: Sequence[Document], count: Callable[[str], int], target
             position=0,
             text=doc.text,
         )
-        if count(build.embedding_text(whole)) <= limit:
+        if count(dense_units.embedding_text(whole)) <= limit:
             chunks.append(whole)
             continue
         # The title goes in front of every piece by embedding_text, so leave room for it.

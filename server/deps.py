@@ -29,11 +29,11 @@ _CHALLENGE = {"WWW-Authenticate": "Bearer"}
 
 
 async def get_service(request: Request) -> QueryService:
-    return request.app.state.service  # type: ignore[no-any-return]
+    return request.app.state.service
 
 
 async def get_settings(request: Request) -> Settings:
-    return request.app.state.settings  # type: ignore[no-any-return]
+    return request.app.state.settings
 
 
 def authenticate(request: Request, credentials: HTTPAuthorizationCredentials | None) -> Principal:

@@ -80,7 +80,8 @@ class Metrics:
         return child
 
     def observe_reply(self, reply: dict[str, Any]) -> None:
-        variants = reply.get("variants") if isinstance(reply.get("variants"), dict) else {}
+        given = reply.get("variants")
+        variants: dict[str, Any] = given if isinstance(given, dict) else {}
         chosen = tuple(variants.items())
         for node, ms in (reply.get("timings_ms") or {}).items():
             if node != "total" and isinstance(ms, int | float):

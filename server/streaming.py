@@ -37,7 +37,7 @@ async def first_event(events: Iterator[Event]) -> Event:
     item = await run_in_threadpool(_pull, events)
     if item is _END:
         raise QueryFailed(500, "empty_stream", "the query graph produced no events")
-    return item  # type: ignore[no-any-return]
+    return item
 
 
 class _Pump:

@@ -174,7 +174,7 @@ class RawConnection:
         return status, headers, body, reusable
 
     async def _chunked(self) -> bytes:
-        chunks = []
+        chunks: list[bytes] = []
         while True:
             size_line = (await self.reader.readuntil(b"\r\n"))[:-2].split(b";", 1)[0].strip()
             try:

@@ -125,7 +125,7 @@ def run(service: QueryService, questions: list[str], rounds: int, depth: int, bu
                 reranker.scores(q, passages)
                 timings[name].append((time.perf_counter() - started) * 1000)
     timings.update(whole_answers(service, questions, rounds))
-    out = {name: summary(values) for name, values in timings.items() if values}
+    out: dict[str, Any] = {name: summary(values) for name, values in timings.items() if values}
     out["retrieval_over_embed_p50"] = round(out["retrieval"]["p50"] / out["embed"]["p50"], 3)
     out["without_feedback_over_embed_p50"] = round(out["retrieval_without_feedback"]["p50"] / out["embed"]["p50"], 3)
     out["rerank_pairs_mean"] = round(sum(pairs) / len(pairs), 2)

@@ -103,14 +103,15 @@ def answerers(
     with a question of two asks scored as one; each of `analyzers` (besides `plain`): `lexical_<name>`, the
     lexical order with sentences and question read by that analyzer (the `answer_analyzer` variant)."""
     out: dict[str, Answerer] = {
-        name: (lambda q, p, r=ranker: extract_answer(q, p, ranker=r)) for name, ranker in rankers.items()
+        name: (lambda q, p, r=ranker: extract_answer(q, p, ranker=r))  # type: ignore[misc]
+        for name, ranker in rankers.items()
     }
     if one_ask:
         out["lexical_one_ask"] = lambda q, p: extract_answer(q, p, each_ask=False)
     for name in analyzers:
         if name != "plain":
             words = analyzer(name)
-            out[f"lexical_{name}"] = lambda q, p, w=words: extract_answer(q, p, words=w)
+            out[f"lexical_{name}"] = lambda q, p, w=words: extract_answer(q, p, words=w)  # type: ignore[misc]
     return out
 
 

@@ -55,7 +55,7 @@ def _sparse_query(vector: SparseVector) -> qe.Query:
 
 
 def _filter(strategy: str | None, language: str | None = None) -> qe.Filter | None:
-    must = [
+    must: list[Any] = [
         qe.FieldCondition(key=key, match=qe.MatchValue(value))
         for key, value in (("strategy", strategy), ("language", language))
         if value is not None

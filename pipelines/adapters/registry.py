@@ -45,7 +45,7 @@ class IndexVersion:
         return replace(
             self,
             checks={**{k: v for k, v in self.checks.items() if k != REBUILD}, **self.checks.get(REBUILD, {})},
-            timings={**{k: v for k, v in self.timings.items() if k != REBUILD}, **self.timings.get(REBUILD, {})},
+            timings={**{k: v for k, v in self.timings.items() if k != REBUILD}, **self.timings.get(REBUILD, {})},  # type: ignore[dict-item]
         )
 
     def summary(self) -> dict[str, Any]:

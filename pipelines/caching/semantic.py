@@ -22,6 +22,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 import qdrant_edge as qe
@@ -100,7 +101,7 @@ class SemanticCache:
 
     def nearest(self, vector: np.ndarray, namespace: str, signature: str, threshold: float) -> SemanticMatch | None:
         """The closest cached question of this namespace with the same lexical signature, at or above `threshold`."""
-        must = [
+        must: list[Any] = [
             qe.FieldCondition(key="namespace", match=qe.MatchValue(namespace_digest(namespace))),
             qe.FieldCondition(key="signature", match=qe.MatchValue(signature)),
         ]

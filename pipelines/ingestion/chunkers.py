@@ -124,7 +124,8 @@ def _split_code(block: str, count: TokenCounter, limit: int) -> list[str]:
     inner = lines[1:-1] if len(lines) > 1 else []
     budget = limit - count(f"{opening}\n{closing}")
     inner = [cut for line in inner for cut in (_cut_line(line, count, budget) if count(line) > budget else [line])]
-    pieces, current = [], []
+    pieces: list[str] = []
+    current: list[str] = []
     for line in inner:
         if current and count("\n".join([opening, *current, line, closing])) > limit:
             pieces.append("\n".join([opening, *current, closing]))
@@ -361,7 +362,7 @@ def chunk_fixed(
         while last - first > 1 and count(body) > limit:  # tokenizers that merge across spaces
             last -= 1
             body = text[words[first][0] : words[last - 1][1]]
-        _, path, anchor = [m for m in marks if m[0] <= words[first][0]][-1]  # the last heading before
+        _start, path, anchor = [m for m in marks if m[0] <= words[first][0]][-1]  # the last heading before
         if last - first == 1 and count(body) > limit:  # one "word" over the limit: a base64 blob
             for piece in _cut_line(body, count, limit):
                 chunks.append(_chunk(document, "fixed", len(chunks), piece, path, anchor, count))

@@ -17,7 +17,7 @@ from dataclasses import replace
 from pathlib import Path
 
 import structlog
-import yaml
+import yaml  # type: ignore[import-untyped]
 
 from pipelines.documents import Document
 from pipelines.ingestion.html_text import html_to_markdown, looks_like_html

@@ -18,7 +18,6 @@ and IDF over the index's chunks, built once per index version. Chosen on SciFact
 
 from __future__ import annotations
 
-from collections import Counter
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
@@ -65,12 +64,13 @@ def expansion_terms(
     """The `count` terms, not in the question, that weigh most in the feedback chunks: each chunk gives a
     term its share of the chunk's terms times its IDF (MemoryBM25.term_weights); summed over the chunks,
     best first (ties: the first seen)."""
-    scores: Counter[str] = Counter()
+    scores: dict[str, float] = {}
     for weights in feedback:
         for term, weight in weights.items():
             if term not in question_terms:
-                scores[term] += weight
-    return [(term, score) for term, score in scores.most_common(count) if score > 0]
+                scores[term] = scores.get(term, 0.0) + weight
+    ranked = sorted(scores.items(), key=lambda item: -item[1])[:count]  # stable: ties keep first-seen order
+    return [(term, score) for term, score in ranked if score > 0]
 
 
 def weighted_query(question_terms: set[str], expansion: Sequence[tuple[str, float]], weight: float) -> dict[str, float]:
