@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import datetime as dt
 import json
 from pathlib import Path
 from typing import Any
@@ -13,7 +12,7 @@ from starlette.concurrency import run_in_threadpool
 
 from pipelines.adapters.redis_cache import CacheUnavailable
 from pipelines.ports import StoreUnavailable
-from pipelines.settings import PROJECT_ROOT, Settings
+from pipelines.settings import Settings
 from server.builds import BuildRequestBody, BuildTracker, NoLauncher
 from server.deps import AdminScope, ServiceDep, SettingsDep
 from server.errors import ApiError
@@ -104,27 +103,6 @@ async def stats(request: Request) -> dict[str, Any]:
     return request.app.state.metrics.snapshot()
 
 
-def written_at(path: Path) -> str:
-    """When a result was written: the `written_at` every `ragline eval` report carries, else the file's
-    modification time. The stamp, not the mtime, orders results in a fresh clone, where every file has
-    its checkout time."""
-    try:
-        stamp = json.loads(path.read_text(encoding="utf-8")).get("written_at")
-    except (OSError, ValueError, AttributeError):  # unreadable, not JSON, or not an object
-        stamp = None
-    if isinstance(stamp, str):
-        return stamp
-    return dt.datetime.fromtimestamp(path.stat().st_mtime, dt.UTC).isoformat(timespec="seconds")
-
-
-def newest_result(folder: Path) -> Path | None:
-    """The newest A/B result under `folder` (a JSON file with its Markdown report beside it, as `ragline eval
-    ab` writes them), else the newest JSON: the console shows the latest comparison once one exists (issue 6)."""
-    found = list(folder.glob("**/*.json"))
-    compared = [p for p in found if p.with_suffix(".md").exists()]
-    return max(compared or found, key=lambda p: (written_at(p), p.name), default=None)
-
-
 def latest_ab_pointer(settings: Settings) -> Path | None:
     """The A/B report `ragline eval ab` last wrote, wherever its --out put it (the pointer in the data dir)."""
     try:
@@ -135,9 +113,9 @@ def latest_ab_pointer(settings: Settings) -> Path | None:
 
 
 def latest_result(settings: Settings) -> dict[str, Any]:
-    """The latest evaluation results file: RAGLINE_EVALS_RESULTS, else the last `ragline eval ab` run of this
-    data dir, else `newest_result` of evals/results/."""
-    path = settings.evals_results or latest_ab_pointer(settings) or newest_result(PROJECT_ROOT / "evals" / "results")
+    """The latest evaluation results file: RAGLINE_EVALS_RESULTS, else the report the last `ragline eval ab`
+    of this data dir wrote (its pointer). Nothing else: the repository carries no results of its own."""
+    path = settings.evals_results or latest_ab_pointer(settings)
     if path is None or not Path(path).exists():
         return {"file": None, "results": None}
     try:

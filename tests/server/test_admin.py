@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import os
 import time
 from pathlib import Path
 from typing import Any
@@ -12,7 +11,7 @@ from fastapi.testclient import TestClient
 
 from pipelines.settings import Settings
 from server.builds import BuildRequestBody
-from server.routes.admin import latest_ab_pointer, newest_result, written_at
+from server.routes.admin import latest_ab_pointer, latest_result
 from tests.server.conftest import ROOT, AppFactory, ServerEnv, fresh_question
 
 
@@ -84,39 +83,6 @@ def test_cache_flush_empties_the_answer_cache(client: TestClient, server_env: Se
     assert client.post("/v1/query", json=question, headers=ROOT).json()["cache"] == "miss"
 
 
-def test_the_console_shows_the_latest_ab_run_once_one_exists(tmp_path: Path) -> None:
-    """`ragline eval ab` writes a Markdown report beside its JSON: the newest such run wins over newer
-    retrieval or answer runs, and without one the newest JSON is shown."""
-    results = tmp_path / "results"
-    results.mkdir()
-    assert newest_result(results) is None
-    for age, name in enumerate(["set.ab_old.json", "set.ab_new.json", "set.retrieval.json"]):
-        (results / name).write_text("{}")
-        os.utime(results / name, (1_000_000 + age, 1_000_000 + age))
-    assert newest_result(results) == results / "set.retrieval.json"
-    for name in ("set.ab_old.md", "set.ab_new.md"):
-        (results / name).write_text("# A/B\n")
-    assert newest_result(results) == results / "set.ab_new.json"
-
-
-def test_the_console_orders_results_by_when_they_were_written(tmp_path: Path) -> None:
-    """In a fresh clone every file has its checkout time: the `written_at` inside a report decides, and a file
-    without one (or not JSON at all) falls back to its modification time."""
-    results = tmp_path / "results"
-    results.mkdir()
-    stamps = {"set.ab_later.json": "2026-12-01T10:00:00+00:00", "set.ab_earlier.json": "2026-11-30T10:00:00+00:00"}
-    for age, (name, stamp) in enumerate(stamps.items()):  # the later run gets the older file time
-        (results / name).write_text(json.dumps({"comparisons": [], "written_at": stamp}))
-        (results / name).with_suffix(".md").write_text("# A/B\n")
-        os.utime(results / name, (1_000_000 + age, 1_000_000 + age))
-    assert written_at(results / "set.ab_later.json") == "2026-12-01T10:00:00+00:00"
-    assert newest_result(results) == results / "set.ab_later.json"
-    (results / "set.ab_broken.json").write_text("not json")
-    (results / "set.ab_broken.md").write_text("# A/B\n")
-    assert written_at(results / "set.ab_broken.json") > "2026-12-01T10:00:00+00:00"  # written just now
-    assert newest_result(results) == results / "set.ab_broken.json"
-
-
 def test_the_console_shows_the_last_ab_run_of_its_data_dir(tmp_path: Path) -> None:
     """`ragline eval ab --out` may write anywhere: its pointer in the data dir leads the console there."""
     settings = Settings(home=tmp_path / "home")
@@ -131,3 +97,18 @@ def test_the_console_shows_the_last_ab_run_of_its_data_dir(tmp_path: Path) -> No
     assert latest_ab_pointer(settings) == report
     pointer.write_text("{")
     assert latest_ab_pointer(settings) is None
+
+
+def test_the_console_reads_only_what_ragline_eval_wrote_for_its_data_dir(tmp_path: Path) -> None:
+    """A data dir no `ragline eval ab` ran for shows no results (the repository ships none); the pointer's
+    report once one ran; RAGLINE_EVALS_RESULTS, when set, names the file instead."""
+    settings = Settings(home=tmp_path / "home")
+    assert latest_result(settings) == {"file": None, "results": None}
+    report = tmp_path / "run.ab.json"
+    report.write_text(json.dumps({"comparisons": [{"metric": "mrr"}]}))
+    settings.ab_pointer_file.parent.mkdir(parents=True)
+    settings.ab_pointer_file.write_text(json.dumps({"kind": "ab", "json": str(report)}))
+    assert latest_result(settings) == {"file": str(report), "results": {"comparisons": [{"metric": "mrr"}]}}
+    chosen = tmp_path / "chosen.json"
+    chosen.write_text("{}")
+    assert latest_result(settings.model_copy(update={"evals_results": chosen})) == {"file": str(chosen), "results": {}}

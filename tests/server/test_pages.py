@@ -4,8 +4,8 @@ question and see a cited, streamed answer with its timings; open the console and
 from __future__ import annotations
 
 import json
+import uuid
 from collections.abc import Iterator
-from pathlib import Path
 
 import pytest
 from selenium import webdriver
@@ -15,7 +15,11 @@ from selenium.webdriver.common.keys import Keys
 from selenium.webdriver.support import expected_conditions as ec
 from selenium.webdriver.support.ui import WebDriverWait
 
+from evals.ab import NodeVariants, ab_report
+from evals.answers import run_answers
+from pipelines.golden_sets import load_golden
 from pipelines.settings import PROJECT_ROOT
+from query_graph.service import QueryService
 from server.app import create_app
 from tests.server.conftest import ServerEnv, live_server
 
@@ -112,26 +116,43 @@ def test_inline_code_in_an_answer_is_shown_as_code(live_url: str, browser: webdr
     assert text == "Set RAGLINE_INCLUDE='[\"**/*.md\"]' and keep __init__.py, not `[source]." and cites == 1
 
 
-def test_console_shows_the_latest_ab_run_as_a_table(
-    server_env: ServerEnv, browser: webdriver.Chrome, tmp_path: Path
-) -> None:
-    """An A/B result (`ragline eval ab`'s JSON) is read as a table of metrics, not as raw JSON."""
-    run = json.loads((PROJECT_ROOT / "evals" / "results" / "fastapi_en.ab_bridge.json").read_text())
-    latest = tmp_path / "ab.json"
-    latest.write_text(json.dumps(run))
-    settings = server_env.settings.model_copy(update={"evals_results": latest})
-    with live_server(settings, server_env.stores) as url:
-        browser.get(url + "/console")
-        token = browser.find_element(By.ID, "token")
-        token.clear()
-        token.send_keys(server_env.admin_token, Keys.TAB)
-        WebDriverWait(browser, 60).until(ec.presence_of_element_located((By.CSS_SELECTOR, "#eval-table td")))
-        rows = [
-            [cell.text for cell in row.find_elements(By.TAG_NAME, "td")]
-            for row in browser.find_elements(By.CSS_SELECTOR, "#eval-table tr")[1:]
-        ]
+def test_console_shows_the_latest_ab_run_as_a_table(server_env: ServerEnv, browser: webdriver.Chrome) -> None:
+    """An A/B result, made here as `ragline eval ab` makes it (the harbor golden set under two fusions, scored by
+    evals.ab) and left in the data dir's pointer, is read as a table of metrics, not as raw JSON."""
+    service = QueryService(
+        server_env.settings.model_copy(update={"cache_prefix": f"test-ab-{uuid.uuid4().hex[:8]}"}), server_env.stores
+    )
+    questions = load_golden(PROJECT_ROOT / "tests" / "evals" / "fixtures" / "harbor.jsonl")
+    node = NodeVariants.parse("fusion=rrf,convex")
+    index = service.active()[1]  # one Qdrant Edge handle at a time: closed before the app opens its own
+    try:
+        runs = {
+            label: run_answers(questions, lambda q, v=variant: service.answer(q, variants={"fusion": v}), index)
+            for variant, label in zip(node.variants, node.labels(), strict=True)
+        }
+    finally:
+        index.close()
+    run = ab_report(runs, [node])
+    report = server_env.settings.data_dir / "evals" / f"harbor.ab_{uuid.uuid4().hex[:8]}.json"
+    report.parent.mkdir(parents=True, exist_ok=True)
+    report.write_text(json.dumps(run))
+    pointer = server_env.settings.ab_pointer_file
+    pointer.write_text(json.dumps({"kind": "ab", "json": str(report)}))
+    try:
+        with live_server(server_env.settings, server_env.stores) as url:
+            browser.get(url + "/console")
+            token = browser.find_element(By.ID, "token")
+            token.clear()
+            token.send_keys(server_env.admin_token, Keys.TAB)
+            WebDriverWait(browser, 60).until(ec.presence_of_element_located((By.CSS_SELECTOR, "#eval-table td")))
+            rows = [
+                [cell.text for cell in row.find_elements(By.TAG_NAME, "td")]
+                for row in browser.find_elements(By.CSS_SELECTOR, "#eval-table tr")[1:]
+            ]
+    finally:
+        pointer.unlink()
     first = run["comparisons"][0]
-    assert len(rows) == len(run["comparisons"])
+    assert len(rows) == len(run["comparisons"]) > 0
     assert rows[0][:3] == [first["metric"], f"{first['a']} → {first['b']}", f"{first['value_a']:.3f}"]
     assert rows[0][-1] == f"{first['p_value']:.3f}"
 
