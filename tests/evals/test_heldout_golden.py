@@ -25,7 +25,7 @@ from pipelines.settings import PROJECT_ROOT
 CORPORA = PROJECT_ROOT / "evals" / "corpora"
 GOLDEN = PROJECT_ROOT / "evals" / "golden"
 # Each held-out set: its corpus folder under evals/corpora/ and the prefix of its ids.
-SETS = {"alembic": "al", "coverage": "cv"}
+SETS = {"alembic": "al", "coverage": "cv", "markdown": "md"}
 
 TYPES = {"single-fact", "paraphrase", "identifier", "list", "comparison", "multi-page", "false-premise",
          "unanswerable", "off-topic", "vague"}  # fmt: skip
@@ -171,7 +171,9 @@ def test_each_held_out_set_has_thirty_questions_of_every_type(name: str) -> None
 def test_each_held_out_corpus_carries_its_licence_and_provenance(name: str) -> None:
     root = CORPORA / name
     readme = (root / "README.md").read_text(encoding="utf-8")
-    assert any((root / licence).is_file() for licence in ("LICENSE", "LICENSE.txt")), "the project's licence"
+    assert any((root / licence).is_file() for licence in ("LICENSE", "LICENSE.txt", "LICENSE.md")), (
+        "the project's licence"
+    )
     assert re.search(r"\b[0-9a-f]{64}\b", readme), "the README names the sha256 of the sdist"
     assert len(corpus_pages(root / "docs")) >= 20
 
