@@ -2,7 +2,9 @@
 
 Each `--node NAME=a,b,...` is compared one factor at a time: the first variant is the baseline, every
 other node keeps its configured default. Per-question outcomes are paired by question, so every
-difference comes with a paired bootstrap 95% interval and an exact sign test.
+difference comes with a paired bootstrap 95% interval and an exact sign test. Every figure and comparison
+is reported over all the questions run and, beside it, over each half of the held-out protocol's split
+(`halves`): a decision is read off the `tuning` half, and `held_out` says whether it holds.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from evals.answers import AnswerRecord, AnswerRun
+from evals.golden import HALVES
 from evals.stats import latency_summary, mean, paired_bootstrap_ci, sign_test
 
 # metric name -> how to read it off one question's record (None: not defined for that question)
@@ -101,7 +104,17 @@ def latency_deltas(a: dict[str, Any], b: dict[str, Any], label_a: str, label_b: 
     return {"a": label_a, "b": label_b, "p50_delta_ms": deltas}
 
 
-def ab_report(runs: dict[str, AnswerRun], nodes: Sequence[NodeVariants]) -> dict[str, Any]:
+def ab_report(
+    runs: dict[str, AnswerRun], nodes: Sequence[NodeVariants], half: str = "all", halves: Sequence[str] = HALVES
+) -> dict[str, Any]:
+    """Variants and comparisons over every question run, and (`halves`) the same blocks per half."""
+    report = _ab_blocks(runs, nodes)
+    report["half"] = half
+    report["halves"] = {h: _ab_blocks({k: r.of_half(h) for k, r in runs.items()}, nodes) for h in halves}
+    return report
+
+
+def _ab_blocks(runs: dict[str, AnswerRun], nodes: Sequence[NodeVariants]) -> dict[str, Any]:
     variants = {label: variant_metrics(run) for label, run in runs.items()}
     comparisons: list[dict[str, Any]] = []
     latency: list[dict[str, Any]] = []
@@ -114,20 +127,37 @@ def ab_report(runs: dict[str, AnswerRun], nodes: Sequence[NodeVariants]) -> dict
 
 
 def markdown(report: dict[str, Any], title: str, command: str) -> str:
+    """The report as Markdown: each variant's figures and each comparison over all the questions run and
+    per half (a report written before the halves were recorded: all only)."""
     lines = [f"# {title}", "", f"Command: `{command}`", ""]
+    half = report.get("half", "all")
+    # A run restricted to one half (`--half`): its figures over every question run are that half's.
+    blocks = {"all": report, **report.get("halves", {})} if half == "all" else {half: report}
     names = list(report["variants"])
     metrics = [m for m in METRICS if any(report["variants"][v].get(m) is not None for v in names)]
-    lines += ["| metric | " + " | ".join(names) + " |", "|---|" + "---|" * len(names)]
+    columns = [(v, h) for v in names for h in blocks]
+    lines += ["| metric | " + " | ".join(f"{v} ({h})" for v, h in columns) + " |", "|---|" + "---|" * len(columns)]
+    lines.append("| n | " + " | ".join(_fmt(blocks[h]["variants"][v]["n"]) for v, h in columns) + " |")
     for m in metrics:
-        lines.append(f"| {m} | " + " | ".join(_fmt(report["variants"][v].get(m)) for v in names) + " |")
+        lines.append(f"| {m} | " + " | ".join(_fmt(blocks[h]["variants"][v].get(m)) for v, h in columns) + " |")
     lines.append(
-        "| latency p50 ms | " + " | ".join(_fmt(report["variants"][v]["latency_ms"]["p50"]) for v in names) + " |"
+        "| latency p50 ms | "
+        + " | ".join(_fmt(blocks[h]["variants"][v]["latency_ms"]["p50"]) for v, h in columns)
+        + " |"
     )
-    lines += ["", "| metric | a | b | n | diff (b - a) | 95% CI | sign test p |", "|---|---|---|---|---|---|---|"]
-    for c in report["comparisons"]:
+    lines += [
+        "",
+        "| metric | half | a | b | n | diff (b - a) | 95% CI | sign test p |",
+        "|---|---|---|---|---|---|---|---|",
+    ]
+    rows = sorted(
+        ((c, h) for h, block in blocks.items() for c in block["comparisons"]),
+        key=lambda row: (list(METRICS).index(row[0]["metric"]), row[0]["b"], list(blocks).index(row[1])),
+    )
+    for c, h in rows:
         verdict = "" if c["ci95"][0] > 0 or c["ci95"][1] < 0 else " (within noise)"
         lines.append(
-            f"| {c['metric']} | {c['a']} | {c['b']} | {c['n']} | {c['diff']:+.4f}{verdict} | "
+            f"| {c['metric']} | {h} | {c['a']} | {c['b']} | {c['n']} | {c['diff']:+.4f}{verdict} | "
             f"[{c['ci95'][0]:+.4f}, {c['ci95'][1]:+.4f}] | {c['p_value']:.4g} |"
         )
     for d in report["node_latency_deltas"]:

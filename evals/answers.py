@@ -5,6 +5,8 @@ Deterministic scores (always): reply kind, facts present by normalised match, ci
 is found in the text of the chunk it cites). With a judge (`evals.judge`), faithfulness and ALCE
 citation precision / recall come from the judge's claims, each backed by a quote the code checks
 in the cited chunk; a control run judges every answer against another question's chunks.
+Every figure is reported over all the questions run and, beside it, over each half of the held-out
+protocol's split (`halves`); each question's record names its half.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from typing import Any
 
 import structlog
 
-from evals.golden import GoldenQuestion, evidence_rank, normalise, page_at
+from evals.golden import HALVES, GoldenQuestion, evidence_rank, half_of, normalise, page_at
 from evals.judge import Judge, JudgedAnswer, strip_markers
 from evals.stats import mean
 from pipelines.answering.citations import MARKER, split_sentences
@@ -90,6 +92,7 @@ class AnswerRecord:
     def as_dict(self) -> dict[str, Any]:
         out = {
             "id": self.id,
+            "half": half_of(self.id),
             "status": self.status,
             "answer": self.answer,
             "citations": self.citations,
@@ -157,6 +160,10 @@ class AnswerRun:
     records: list[AnswerRecord]
     judge_model: str | None = None
 
+    def of_half(self, half: str) -> AnswerRun:
+        """The same run over the questions of one half of the held-out protocol's split."""
+        return AnswerRun([r for r in self.records if half_of(r.id) == half], self.judge_model)
+
     def per_question(self) -> list[dict[str, Any]]:
         return [r.as_dict() for r in self.records]
 
@@ -202,8 +209,14 @@ class AnswerRun:
             out["faithfulness_method"] = "quote_check (no judge)"
         return out
 
-    def report(self) -> dict[str, Any]:
-        return {"overall": self.overall(), "questions": self.per_question()}
+    def report(self, half: str = "all", halves: Sequence[str] = HALVES) -> dict[str, Any]:
+        """`overall` over every question run, `halves` the same block per half (`half`: the run's `--half`)."""
+        return {
+            "overall": self.overall(),
+            "half": half,
+            "halves": {h: {"overall": self.of_half(h).overall()} for h in halves},
+            "questions": self.per_question(),
+        }
 
 
 def run_answers(

@@ -4,9 +4,38 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
-from pipelines.golden_sets import GoldenQuestion, load_golden, normalise
+from pipelines.golden_sets import HALVES, GoldenQuestion, half_of, load_golden, normalise, split_halves
 
-__all__ = ["GoldenQuestion", "evidence_at", "evidence_rank", "load_golden", "normalise", "page_at", "reciprocal_rank"]
+__all__ = [
+    "HALF_CHOICES",
+    "HALVES",
+    "GoldenQuestion",
+    "evidence_at",
+    "evidence_rank",
+    "half_of",
+    "halves_run",
+    "load_golden",
+    "normalise",
+    "page_at",
+    "reciprocal_rank",
+    "restrict_to_half",
+    "split_halves",
+]
+
+# `--half` of `ragline eval retrieval|answers|ab`: one half of the held-out protocol's split, or both.
+HALF_CHOICES = (*HALVES, "all")
+
+
+def restrict_to_half(questions: Sequence[GoldenQuestion], half: str) -> list[GoldenQuestion]:
+    """The questions of one half (`tuning`, `held_out`), or all of them (`all`), in their order."""
+    if half not in HALF_CHOICES:
+        raise ValueError(f"unknown half {half!r}; expected one of {', '.join(HALF_CHOICES)}")
+    return list(questions) if half == "all" else [q for q in questions if half_of(q.id) == half]
+
+
+def halves_run(half: str) -> tuple[str, ...]:
+    """The halves a run restricted to `half` reports beside its figures over every question it ran."""
+    return HALVES if half == "all" else (half,)
 
 
 def evidence_rank(evidence: Sequence[str], ranked_texts: Sequence[str], k: int = 10) -> int | None:

@@ -1,7 +1,8 @@
 """`eval retrieval`: score each retrieval mode on golden questions by the README's rules.
 
 Only `expected == "answer"` questions count. Evidence is matched against what the generator would
-see (`Chunk.generation_text`), pages against the chunks' document ids.
+see (`Chunk.generation_text`), pages against the chunks' document ids. Every figure is reported over all
+the questions run and, beside it, over each half of the held-out protocol's split (`halves`).
 """
 
 from __future__ import annotations
@@ -14,7 +15,7 @@ from typing import Any
 
 import structlog
 
-from evals.golden import GoldenQuestion, evidence_at, evidence_rank, page_at
+from evals.golden import HALVES, GoldenQuestion, evidence_at, evidence_rank, half_of, page_at
 from evals.stats import latency_summary, mean
 from evals.studies.search_modes import SearchSetup, check_modes, run_mode
 from pipelines.ports import Embedder
@@ -56,7 +57,9 @@ def score_question(question: GoldenQuestion, chunks: Sequence[Any], ms: float) -
 
 
 def summarise(outcomes: Sequence[QuestionOutcome]) -> dict[str, Any]:
-    """The contract's per-mode block."""
+    """The contract's per-mode block (a half with no `answer` question: `n` 0 and no figures)."""
+    if not outcomes:
+        return {"n": 0, **dict.fromkeys(("evidence@1", "evidence@5", "evidence@10", "page@5", "mrr@10"))}
     by_type: dict[str, list[QuestionOutcome]] = defaultdict(list)
     for o in outcomes:
         by_type[o.type].append(o)
@@ -87,12 +90,25 @@ class RetrievalRun:
     index: dict[str, Any]
     embedding_ms: list[float]
     outcomes: dict[str, list[QuestionOutcome]]
+    half: str = "all"  # the `--half` the run was restricted to
+    halves: tuple[str, ...] = HALVES  # the halves reported beside the figures over every question run
 
     def report(self) -> dict[str, Any]:
+        """The contract JSON: `modes` over every question run, `halves` the same blocks per half."""
         return {
             "index": self.index,
             "query_embedding_ms": latency_summary(self.embedding_ms),
             "modes": {mode: summarise(outs) for mode, outs in self.outcomes.items()},
+            "half": self.half,
+            "halves": {
+                half: {
+                    "modes": {
+                        mode: summarise([o for o in outs if half_of(o.id) == half])
+                        for mode, outs in self.outcomes.items()
+                    }
+                }
+                for half in self.halves
+            },
         }
 
 
@@ -102,6 +118,8 @@ def evaluate_retrieval(
     embedder: Embedder,
     setup: SearchSetup,
     index_info: dict[str, Any],
+    half: str = "all",
+    halves: tuple[str, ...] = HALVES,
 ) -> RetrievalRun:
     check_modes(modes, setup)
     chosen = answerable(questions)
@@ -118,4 +136,4 @@ def evaluate_retrieval(
             outcomes[mode].append(score_question(question, result.chunks, result.ms))
         if number % 10 == 0:
             log.info("eval_retrieval_progress", done=number, of=len(chosen))
-    return RetrievalRun(index_info, embedding_ms, outcomes)
+    return RetrievalRun(index_info, embedding_ms, outcomes, half, halves)

@@ -1,5 +1,7 @@
 """Markdown tables from `ragline eval` JSON outputs, for evals/RESULTS.md.
 
+A retrieval table has a row per mode and half: `all` (every question run), `tuning` and `held_out`.
+
 python -m evals.tables retrieval evals/results/fastapi_en.heading.json ...
 python -m evals.tables beir evals/results/scifact_train.json ...
 python -m evals.tables paired A.json B.json [MODE]   (two `eval beir` runs on the same qrels: B minus A)
@@ -15,17 +17,34 @@ from typing import Any
 from evals.stats import mean, paired_bootstrap_ci, sign_test
 
 
+def report_halves(report: dict[str, Any]) -> dict[str, dict[str, Any]]:
+    """The per-mode blocks of a retrieval report by half: `all` (every question run), then `tuning` and
+    `held_out`; a run restricted to one half (`--half`) is that half alone, and a report written before
+    the halves were recorded is `all` alone."""
+    half = report.get("half", "all")
+    if half != "all":
+        return {half: report["modes"]}
+    return {"all": report["modes"], **{h: block["modes"] for h, block in report.get("halves", {}).items()}}
+
+
 def retrieval_rows(path: Path) -> list[str]:
     report: dict[str, Any] = json.loads(path.read_text())
     index = report["index"]
+    halves = report_halves(report)
     rows = []
-    for mode, m in report["modes"].items():
-        rows.append(
-            f"| {path.stem} | {index['strategy']} | {index.get('embedding_model', '')} | {index.get('fusion', '')} | "
-            f"{mode} | {m['n']} | {m['evidence@1']:.3f} | {m['evidence@5']:.3f} | {m['evidence@10']:.3f} | "
-            f"{m['page@5']:.3f} | {m['mrr@10']:.3f} | {m['latency_ms']['p50']:.0f} | {', '.join(m['misses'])} | "
-            f"{near_cutoff(m)} |"
-        )
+    for mode in report["modes"]:
+        for half, modes in halves.items():
+            m = modes[mode]
+            head = f"| {path.stem} | {index['strategy']} | {index.get('embedding_model', '')} | "
+            head += f"{index.get('fusion', '')} | {mode} | {half} | {m['n']} |"
+            if not m["n"]:
+                rows.append(head + " — |" * 8)
+                continue
+            rows.append(
+                f"{head} {m['evidence@1']:.3f} | {m['evidence@5']:.3f} | {m['evidence@10']:.3f} | "
+                f"{m['page@5']:.3f} | {m['mrr@10']:.3f} | {m['latency_ms']['p50']:.0f} | {', '.join(m['misses'])} | "
+                f"{near_cutoff(m)} |"
+            )
     return rows
 
 
@@ -48,9 +67,9 @@ def beir_rows(path: Path) -> list[str]:
 
 
 HEADERS = {
-    "retrieval": "| run | strategy | model | fusion | mode | n | ev@1 | ev@5 | ev@10 | page@5 | mrr@10 | p50 ms | misses@5 "
-    + "| 5th or 6th |\n"
-    + "|---" * 14
+    "retrieval": "| run | strategy | model | fusion | mode | half | n | ev@1 | ev@5 | ev@10 | page@5 | mrr@10 | p50 ms "
+    + "| misses@5 | 5th or 6th |\n"
+    + "|---" * 15
     + "|",
     "beir": "| run | qrels | fusion | mode | n | nDCG@10 | recall@100 | p50 ms |\n" + "|---" * 8 + "|",
 }

@@ -129,13 +129,23 @@ def _modes(text: str) -> list[str]:
     return [m.strip() for m in text.split(",") if m.strip()]
 
 
-def _golden(paths: Sequence[str]) -> list[Any]:
-    from evals.golden import load_golden
+def _golden(paths: Sequence[str], half: str = "all") -> list[Any]:
+    """The golden files' questions, restricted to one half of the held-out protocol's split (`--half`)."""
+    from evals.golden import load_golden, restrict_to_half
 
     questions = []
     for p in paths:
         questions.extend(load_golden(Path(p)))
-    return questions
+    chosen = restrict_to_half(questions, half)
+    if not chosen:
+        raise ValueError(f"no golden question is in the {half} half")
+    return chosen
+
+
+def _halves(half: str) -> tuple[str, ...]:
+    from evals.golden import halves_run
+
+    return halves_run(half)
 
 
 def cmd_eval_retrieval(args: argparse.Namespace) -> int:
@@ -146,7 +156,7 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
     base = Settings()
     try:
         settings = eval_settings(base, args.source, args.include, args.exclude, args.strategy, args.embedding_model)
-        questions = _golden(args.golden)
+        questions = _golden(args.golden, args.half)
         modes = _modes(args.modes)
         scorer = rerank_scorer(base) if "hybrid+rerank" in modes else None
         with opened_index(settings) as opened:
@@ -161,7 +171,8 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
                 index_languages=tuple(opened.version.languages),
                 language_route=args.language_route or base.language_route,
             )
-            run = evaluate_retrieval(questions, modes, load_embedder(settings.embedding_model), setup, opened.info)
+            embedder = load_embedder(settings.embedding_model)
+            run = evaluate_retrieval(questions, modes, embedder, setup, opened.info, args.half, _halves(args.half))
     except (ValueError, OSError, RuntimeError) as exc:  # RuntimeError: a failed build, reranker or judge
         print(f"ragline eval: {exc}", file=sys.stderr)
         return 1
@@ -280,13 +291,13 @@ def cmd_eval_answers(args: argparse.Namespace) -> int:
     base = Settings()
     try:
         settings = eval_settings(base, args.source, args.include, args.exclude, args.strategy, args.embedding_model)
-        questions = _golden(args.golden)
+        questions = _golden(args.golden, args.half)
         with opened_index(settings, open_vectors=False) as opened:
             run = _answer_run(settings, opened, questions, _judge(args))
     except (ValueError, OSError, RuntimeError) as exc:  # RuntimeError: a failed build, reranker or judge
         print(f"ragline eval: {exc}", file=sys.stderr)
         return 1
-    report = run.report()
+    report = run.report(args.half, _halves(args.half))
     report["index"] = opened.info
     _write(args.out, report)
     return 0
@@ -299,7 +310,7 @@ def cmd_eval_ab(args: argparse.Namespace) -> int:
     try:
         nodes = [NodeVariants.parse(n) for n in args.node]
         settings = eval_settings(base, args.source, args.include, args.exclude, args.strategy, args.embedding_model)
-        questions = _golden(args.golden)
+        questions = _golden(args.golden, args.half)
         runs = {}
         with opened_index(settings, open_vectors=False) as opened:
             for node in nodes:
@@ -309,7 +320,7 @@ def cmd_eval_ab(args: argparse.Namespace) -> int:
     except (ValueError, OSError, RuntimeError) as exc:  # RuntimeError: a failed build, reranker or judge
         print(f"ragline eval: {exc}", file=sys.stderr)
         return 1
-    report = {"index": opened.info, **ab_report(runs, nodes)}
+    report = {"index": opened.info, **ab_report(runs, nodes, args.half, _halves(args.half))}
     path = _write(args.out, report)
     command = "ragline eval ab " + " ".join(sys.argv[3:] if sys.argv[1:3] == ["eval", "ab"] else [])
     md = path.with_suffix(".md")
@@ -330,6 +341,13 @@ def _source_args(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--strategy", help="chunk strategy (default: RAGLINE_CHUNK_STRATEGY)")
     parser.add_argument("--embedding-model", help="embedder (default: RAGLINE_EMBEDDING_MODEL)")
     parser.add_argument("--golden", action="append", required=True, help="golden JSONL file (repeatable)")
+    parser.add_argument(
+        "--half",
+        choices=["tuning", "held_out", "all"],
+        default="all",
+        help="questions of one half of the held-out protocol's fixed split (pipelines.golden_sets.half_of), or "
+        "all of them (default: all, reported per half beside the figures over all)",
+    )
 
 
 def cmd_eval_lanes(args: argparse.Namespace) -> int:

@@ -14,12 +14,15 @@ from pathlib import Path
 import psycopg
 import pytest
 
+from pipelines.golden_sets import half_of
 from tests.corpus import write_corpus
 
 RAGLINE = str(Path(sys.executable).parent / "ragline")
 GOLDEN = Path(__file__).parent / "fixtures" / "harbor.jsonl"
 MODE_KEYS = {"n", "evidence@1", "evidence@5", "evidence@10", "page@5", "mrr@10", "latency_ms", "by_type", "misses"}
 MODE_KEYS |= {"evidence_ranks", "near_cutoff"}  # beyond the contract: where each question's evidence was
+# The fixture's questions by half of the held-out protocol's split (a hash of the id, fixed for good).
+HALVES = {"tuning": ["h-001", "h-002", "h-005"], "held_out": ["h-003", "h-004"]}
 
 
 @pytest.fixture(scope="module")
@@ -58,7 +61,7 @@ def test_eval_retrieval_writes_the_contract_and_reuses_its_index(
     first = ragline(env, *args, "--modes", "dense,bm25,hybrid", "--out", str(out))
     assert first.returncode == 0, first.stderr
     report = json.loads(out.read_text())
-    assert set(report) == {"index", "query_embedding_ms", "modes", "written_at"}
+    assert set(report) == {"index", "query_embedding_ms", "modes", "half", "halves", "written_at"}
     # When it was written orders results on /console; a fresh clone's file times cannot.
     assert abs(dt.datetime.fromisoformat(report["written_at"]) - dt.datetime.now(dt.UTC)) < dt.timedelta(minutes=10)
     assert {"content_version", "fingerprint", "chunks", "strategy"} <= set(report["index"])
@@ -79,10 +82,43 @@ def test_eval_retrieval_writes_the_contract_and_reuses_its_index(
     assert report["modes"]["hybrid"]["evidence@5"] == 1.0 and report["modes"]["hybrid"]["misses"] == []
     assert report["modes"]["hybrid"]["page@5"] == 1.0 and report["modes"]["hybrid"]["mrr@10"] > 0.5
 
-    again = ragline(env, *args, "--modes", "bm25", "--out", str(tmp_path / "again.json"))
+    # Every figure per half of the held-out protocol too: the halves partition the questions run.
+    assert report["half"] == "all" and set(report["halves"]) == {"tuning", "held_out"}
+    for mode, scores in report["modes"].items():
+        tuning, held_out = (report["halves"][h]["modes"][mode] for h in ("tuning", "held_out"))
+        assert set(tuning) == set(held_out) == MODE_KEYS, mode
+        assert list(tuning["evidence_ranks"]) == ["h-001", "h-002"] and tuning["n"] == 2
+        assert list(held_out["evidence_ranks"]) == ["h-003", "h-004"] and held_out["n"] == 2
+        assert {**tuning["evidence_ranks"], **held_out["evidence_ranks"]} == scores["evidence_ranks"]
+        assert all(half_of(q) == h for h in HALVES for q in report["halves"][h]["modes"][mode]["evidence_ranks"])
+        for metric in ("evidence@1", "evidence@5", "evidence@10", "page@5", "mrr@10"):
+            assert abs((tuning[metric] + held_out[metric]) / 2 - scores[metric]) < 1e-3, (mode, metric)
+        assert sorted(tuning["misses"] + held_out["misses"]) == sorted(scores["misses"])
+    # The Markdown table shows both halves beside all, a row each per mode.
+    table = subprocess.run(
+        [sys.executable, "-m", "evals.tables", "retrieval", str(out)], capture_output=True, text=True, check=True
+    )
+    rows = [r.split(" | ") for r in table.stdout.splitlines()[2:]]
+    assert [(r[4], r[5], r[6]) for r in rows] == [
+        (m, h, n) for m in ("dense", "bm25", "hybrid") for h, n in (("all", "4"), ("tuning", "2"), ("held_out", "2"))
+    ]
+
+    # `--half held_out`: only that half's questions run, on the same index.
+    held = tmp_path / "held_out.json"
+    again = ragline(env, *args, "--modes", "bm25", "--half", "held_out", "--out", str(held))
     assert again.returncode == 0, again.stderr
     assert "reused" in again.stderr
-    assert json.loads((tmp_path / "again.json").read_text())["index"] == report["index"]
+    restricted = json.loads(held.read_text())
+    assert restricted["index"] == report["index"]
+    assert restricted["half"] == "held_out" and set(restricted["halves"]) == {"held_out"}
+    assert restricted["modes"]["bm25"] == restricted["halves"]["held_out"]["modes"]["bm25"]
+    assert (
+        restricted["modes"]["bm25"]["evidence_ranks"] == report["halves"]["held_out"]["modes"]["bm25"]["evidence_ranks"]
+    )
+    table = subprocess.run(
+        [sys.executable, "-m", "evals.tables", "retrieval", str(held)], capture_output=True, text=True, check=True
+    )
+    assert [r.split(" | ")[5] for r in table.stdout.splitlines()[2:]] == ["held_out"]
 
 
 def test_eval_retrieval_rejects_bad_input(env: dict[str, str], source: Path, tmp_path: Path) -> None:
@@ -92,6 +128,8 @@ def test_eval_retrieval_rejects_bad_input(env: dict[str, str], source: Path, tmp
     assert bad.returncode == 1 and "unknown mode" in bad.stderr
     missing = ragline(env, "retrieval", "--source", str(tmp_path / "nope"), "--golden", str(GOLDEN), "--out", "x.json")
     assert missing.returncode == 1 and "not a directory" in missing.stderr
+    half = ragline(env, "retrieval", "--source", str(source), "--golden", str(GOLDEN), "--half", "dev", "--out", "x")
+    assert half.returncode == 2 and "invalid choice: 'dev'" in half.stderr
 
 
 def test_eval_answers_scores_reply_kinds_and_citations(env: dict[str, str], source: Path, tmp_path: Path) -> None:
@@ -117,6 +155,15 @@ def test_eval_answers_scores_reply_kinds_and_citations(env: dict[str, str], sour
     assert first["evidence_in_answer"] == 1.0
     abstain = next(q for q in report["questions"] if q["expected"] == "abstain")
     assert abstain["evidence_in_answer"] is None and 0.0 <= overall["evidence_in_answer"] <= 1.0
+    # Every figure per half too: each question names its half, and the halves' reply kinds add up to all.
+    assert report["half"] == "all" and set(report["halves"]) == {"tuning", "held_out"}
+    assert {h: [q["id"] for q in report["questions"] if q["half"] == h] for h in HALVES} == HALVES
+    for kind in ("answer", "abstain", "clarify"):
+        counts = [report["halves"][h]["overall"]["reply_kind"][kind] for h in HALVES]
+        assert sum(c["n"] for c in counts) == overall["reply_kind"][kind]["n"], kind
+        assert sum(c["correct"] for c in counts) == overall["reply_kind"][kind]["correct"], kind
+    assert report["halves"]["held_out"]["overall"]["reply_kind"]["abstain"]["n"] == 0
+    assert set(report["halves"]["tuning"]["overall"]) == set(overall)
 
 
 def test_eval_ab_compares_variants_with_statistics(env: dict[str, str], source: Path, tmp_path: Path) -> None:
@@ -133,7 +180,23 @@ def test_eval_ab_compares_variants_with_statistics(env: dict[str, str], source: 
         assert {"metric", "a", "b", "diff", "ci95", "p_value"} <= set(row)
         assert row["ci95"][0] <= row["diff"] <= row["ci95"][1] or row["ci95"][0] == row["ci95"][1]
         assert 0.0 <= row["p_value"] <= 1.0
-    assert out.with_suffix(".md").read_text().startswith("# A/B: fusion")
+    # Every variant and comparison per half too, on the questions of that half alone.
+    assert report["half"] == "all" and set(report["halves"]) == {"tuning", "held_out"}
+    for half, ids in HALVES.items():
+        block = report["halves"][half]
+        assert {v["n"] for v in block["variants"].values()} == {len(ids)}, half
+        assert block["comparisons"] and {r["metric"] for r in block["comparisons"]} <= {
+            r["metric"] for r in report["comparisons"]
+        }
+    n_evidence = {
+        h: next(r["n"] for r in report["halves"][h]["comparisons"] if r["metric"] == "evidence@5") for h in HALVES
+    }
+    assert n_evidence == {"tuning": 2, "held_out": 2}  # the answer questions of each half
+    md = out.with_suffix(".md").read_text()
+    assert md.startswith("# A/B: fusion")
+    assert "| fusion=rrf (all) | fusion=rrf (tuning) | fusion=rrf (held_out) |" in md
+    assert "| n | 5 | 3 | 2 | 5 | 3 | 2 |" in md
+    assert "| evidence@5 | held_out | fusion=rrf | fusion=dbsf | 2 |" in md
     pointer = json.loads((Path(env["RAGLINE_HOME"]) / "evals" / "latest.json").read_text())
     assert pointer["json"] == str(out.resolve())
 
