@@ -4,7 +4,7 @@ The answers are sentences copied from the evaluated corpus (FastAPI, GitLab docs
 references those corpora by path and keeps none of their text. Scores, statuses, citations (ids and
 titles) and verification reports stay as they are.
 
-    python -m evals.redact evals/results/fastapi_en.answers.json [...]
+    python -m evals.redact fastapi_en.answers.json [...]
 """
 
 from __future__ import annotations

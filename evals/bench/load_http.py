@@ -5,7 +5,7 @@ concurrencies, time to first validated sentence on the stream, and whether misbe
 Bounded in count and time; loopback only. By default it starts `ragline serve` on a fresh data dir
 (rate limit off, the project's docs/ as the corpus) and stops it at the end:
 
-    .venv/bin/python -m evals.bench.load_http --out evals/results/load_http.json
+    .venv/bin/python -m evals.bench.load_http --out load_http.json
 
 or against a running server:  --url http://127.0.0.1:8000 --token <token with the query scope>
 """

@@ -22,8 +22,8 @@ passages' language and CJK text read as character bigrams (the `answer_analyzer`
 default since the tenth session). Every other answerer here reads plain words, as before, so its figures
 stay comparable with earlier runs.
 
-    ragline eval sentences --xquad ../shared/corpora/xquad --language en --out evals/results/sentences.xquad_en.json
-    ragline eval sentences --xquad ../shared/corpora/xquad --language en --pairs --out evals/results/sentences.xquad_en_pairs.json
+    ragline eval sentences --xquad ../shared/corpora/xquad --language en --out sentences.xquad_en.json
+    ragline eval sentences --xquad ../shared/corpora/xquad --language en --pairs --out sentences.xquad_en_pairs.json
 """
 
 from __future__ import annotations

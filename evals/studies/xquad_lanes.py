@@ -12,7 +12,7 @@ retrieval under each route, it reports:
   in the source language, i.e. the original a translated answer came from.
 
     RAGLINE_HOME=/work/evalhome3 ragline eval lanes --xquad ../shared/corpora/xquad \\
-        --languages es,de,zh --out evals/results/xquad_lanes.json
+        --languages es,de,zh --out xquad_lanes.json
 """
 
 from __future__ import annotations

@@ -21,7 +21,7 @@ answer is taken in two tiers, with no factor to tune:
 Two asks. A question that asks two things ("What is X, and who did Y?", pipelines/text/asks.py) gets the best
 sentence of each ask first, each ask scored on its own; the question's best fill the rest. Scored as one,
 the sentences sharing most words with the whole question often answer one ask twice. Chosen on XQuAD
-English questions paired into two-ask questions (evals/RESULTS.md "Two asks"); the sentence ranker's order
+English questions paired into two-ask questions (`ragline eval sentences --pairs`); the sentence ranker's order
 (below) does not do this.
 
 Units. What an answer can quote is in pipelines/answering/passage_units.py: the sentences of a passage's prose and of
@@ -31,7 +31,7 @@ colon brings the code block or the list that follows it (`introduced`).
 Words. Question and sentences become terms through an analyzer (`answer_analyzer`): by default the BM25
 `snowball` one, each word stemmed in its text's language and Chinese/Japanese read as character bigrams
 ("kept" meets "keeps"; a Chinese question shares words with a Chinese sentence at all), `plain` for words as
-written. Chosen on XQuAD in 12 languages (evals/RESULTS.md "Answer analyzer").
+written. Chosen on XQuAD in 12 languages (`ragline eval sentences --analyzers snowball`).
 
 Sentence order. By default the qualifying sentences are ordered by that coverage (`lexical`). With a
 sentence ranker (`cross_encoder`: the packaged reranker, English questions only) the coverage still
@@ -39,7 +39,7 @@ decides which sentences qualify at all (so "nothing covers the question" is unch
 `RANKED_POOL` of them are ordered by the ranker, and the answer keeps the best `max_sentences` that score
 within `RANKED_MARGIN` logits of the first. Word overlap cannot tell the sentence that answers from one
 that repeats the question's words; a cross-encoder reads both. Chosen on XQuAD English (questions on
-Wikipedia paragraphs, not our golden sets): evals/RESULTS.md "Sentence ranker".
+Wikipedia paragraphs, not our golden sets): `ragline eval sentences --xquad ... --language en`.
 
 The rule is lexicographic rather than a discount: a discount factor would be one more number fitted
 to the golden sets, and any factor lets a neighbour that shares enough question words outrank the

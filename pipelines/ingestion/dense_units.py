@@ -11,7 +11,7 @@ enough. The chunk stays the unit of retrieval, citation and context: only its de
 
 `RAGLINE_DENSE_UNIT_SCOPE=tables` (the default, with 128 tokens) cuts only a chunk's tables into units:
 a settings table's rows are unrelated records, prose is one topic. Units of all text lowered SciFact, which
-has no tables (evals/RESULTS.md, "Multi-vector dense search" and "Table units and BM25 feedback").
+has no tables (docs/decisions/dense-units.md).
 """
 
 from __future__ import annotations

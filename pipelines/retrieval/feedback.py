@@ -12,8 +12,8 @@ The dense top chunks, not the first fused ones: taking them from a first fusion 
 search, and the two searches cost 1.8 ms a question where the whole hybrid retrieval is 9 ms (the 1.5x
 retrieval/embedding target); on SciFact train the two sources were within noise (0.7685 and 0.7703).
 The term statistics are the in-memory BM25 engine's (pipelines/retrieval/bm25.py): per chunk term counts
-and IDF over the index's chunks, built once per index version. Chosen on SciFact train (evals/RESULTS.md,
-"Table units and BM25 feedback"): 3 chunks, 20 terms, weight 0.2.
+and IDF over the index's chunks, built once per index version. Chosen on SciFact train (docs/decisions/bm25-feedback.md):
+3 chunks, 20 terms, weight 0.2.
 """
 
 from __future__ import annotations

@@ -14,7 +14,7 @@ the lanes' lists. Routes (the `language_route` variant):
   language's folder, same section anchor), then the source language's own dense hits for pages that
   were never translated. BM25 does not run there: words do not match across languages. Dense search
   alone was measured as that lane first, and a cross-lingual question's top English hits were
-  release-note chunks that mention every feature by name (evals/RESULTS.md).
+  release-note chunks that mention every feature by name (docs/decisions/language-lanes.md).
 
 A pinned `language_filter` (settings) overrides the route: one lane, that language.
 """

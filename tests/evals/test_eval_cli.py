@@ -227,7 +227,7 @@ def test_eval_beir_scores_a_tiny_beir_folder(env: dict[str, str], tmp_path: Path
     assert report["modes"]["hybrid"]["ndcg@10"] == 1.0
     assert report["ndcg@10_per_query"]["hybrid"] == {"q1": 1.0, "q2": 1.0}
 
-    # Two fusions on the same qrels, compared claim by claim as evals/RESULTS.md does.
+    # Two fusions on the same qrels, compared claim by claim (`evals.tables paired`).
     other = tmp_path / "beir.rrf.json"
     done = ragline(env, "beir", "--data", str(data), "--modes", "bm25,hybrid", "--fusion", "rrf", "--out", str(other))
     assert done.returncode == 0, done.stderr

@@ -22,7 +22,7 @@ def test_score_counts_right_verdicts_per_kind() -> None:
 
 
 def test_the_lexical_check_on_the_golden_sets_pairs_keeps_its_measured_figures() -> None:
-    # The figures of evals/RESULTS.md ("Negations in the lexical check"): a rule change that loses a supported
+    # The figures of docs/decisions/verifier.md: a rule change that loses a supported
     # pair or lets a kind of unsupported pair through shows here before it shows in answers.
     pairs = build_pairs([ROOT / "golden" / "fastapi_en.jsonl", ROOT / "golden" / "gitlab_en.jsonl"], ROOT / "corpora")
     report = lexical_at(pairs, [support_score(p.sentence, p.passage) for p in pairs], 0.6)
