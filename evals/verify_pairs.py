@@ -2,6 +2,12 @@
 
     python -m evals.verify_pairs [--golden ../shared/golden/fastapi_en.jsonl ../shared/golden/gitlab_en.jsonl]
         [--corpora ../shared/corpora] [--threshold 0.6] [--verifiers lexical,llm] [--out FILE.json]
+    python -m evals.verify_pairs --set [evals/data/verify_pairs.jsonl] [--rerank] [--llm zone|all]
+        [--llm-cache FILE.json] [--out FILE.json]
+
+`--set` measures every variant on the labelled set of evals/verify_set.py (pairs made from the corpora, with
+hard negatives), thresholds calibrated on its `tuning` half and figures reported for `held_out`
+(docs/benchmarks.md, "Citation verifier"). Without `--set`, the golden-evidence pairs below:
 
 `lexical` is `pipelines.answering.verification.support_score` at the threshold; `llm` is the `verify=llm` judge
 (`pipelines.answering.verification.judge_support`) with the generator's model and server from the `RAGLINE_LLM_*`
@@ -34,8 +40,17 @@ from typing import Any
 import structlog
 
 from evals.golden import load_golden, normalise
+from evals.verify_set import OUT as SET_FILE
+from evals.verify_set import LabelledPair, load_pairs
 from pipelines.adapters.llm_harness import LLMHarness
-from pipelines.answering.verification import judge_support, support_score
+from pipelines.answering.verification import (
+    LLM_ZONE,
+    STRICT_MIN_SUPPORT,
+    judge_score,
+    judge_support,
+    strict_check,
+    support_score,
+)
 from pipelines.logs import configure_logging
 from pipelines.settings import Settings
 
@@ -205,8 +220,31 @@ def main() -> None:
     parser.add_argument("--threshold", type=float, default=0.6)
     parser.add_argument("--verifiers", default="lexical", help="comma-separated: lexical, llm")
     parser.add_argument("--out", type=Path)
+    parser.add_argument(
+        "--set", type=Path, nargs="?", const=SET_FILE, help=f"measure on the labelled set instead (default {SET_FILE})"
+    )
+    parser.add_argument("--llm-cache", type=Path, help="--set: JSON of judge_score per pair id, read and extended")
+    parser.add_argument("--llm", choices=["zone", "all"], help="--set: ask the RAGLINE_LLM_* model (which pairs)")
+    parser.add_argument("--rerank", action="store_true", help="--set: score the pairs with the cross-encoder too")
     args = parser.parse_args()
     configure_logging("INFO")
+    if args.set is not None:
+        labelled = load_pairs(args.set)
+        llm: dict[str, float] | None = None
+        if args.llm_cache and args.llm_cache.exists():
+            llm = json.loads(args.llm_cache.read_text(encoding="utf-8"))
+        if args.llm:
+            asked = labelled if args.llm == "all" else [p for p in labelled if in_llm_zone(p)]
+            cache = args.llm_cache or Path("verify_set_llm.json")
+            llm = llm_scores(asked, LLMHarness.from_settings(Settings()), cache)
+        rerank = rerank_scores(labelled) if args.rerank else None
+        text = json.dumps(
+            {"set": str(args.set), "pairs": len(labelled)} | evaluate_set(labelled, llm, rerank), indent=2
+        )
+        if args.out:
+            args.out.write_text(text + "\n", encoding="utf-8")
+        print(text)
+        return
     pairs = build_pairs(args.golden, args.corpora)
     scores = [support_score(p.sentence, p.passage) for p in pairs]
     kinds: dict[str, list[float]] = {}
@@ -232,6 +270,132 @@ def main() -> None:
     if args.out:
         args.out.write_text(text + "\n", encoding="utf-8")
     print(text)
+
+
+# --- the labelled set of evals/verify_set.py -----------------------------------------------------------------
+
+
+def llm_scores(pairs: list[LabelledPair], harness: LLMHarness, cache: Path) -> dict[str, float]:
+    """`judge_score` of every pair, kept in `cache` (JSON, pair id -> score) as it goes, so a long run can be
+    resumed; pairs are asked in passage order, so the server's prompt cache reads each passage once."""
+    done: dict[str, float] = json.loads(cache.read_text(encoding="utf-8")) if cache.exists() else {}
+    todo = sorted((p for p in pairs if p.id not in done), key=lambda p: (p.passage, p.id))
+    for number, pair in enumerate(todo, start=1):
+        started = time.perf_counter()
+        done[pair.id] = round(judge_score(harness, pair.claim, pair.passage), 4)
+        log.info("verify_set_llm", done=number, of=len(todo), seconds=round(time.perf_counter() - started, 1))
+        cache.write_text(json.dumps(done, indent=0, sort_keys=True) + "\n", encoding="utf-8")
+    return done
+
+
+def in_llm_zone(pair: LabelledPair) -> bool:
+    """The pairs the `llm_score` variant asks the model about: gates passed, not every word in the passage."""
+    score, why = strict_check(pair.claim, pair.passage)
+    return LLM_ZONE <= score < STRICT_MIN_SUPPORT and (why is None or why.startswith("only"))
+
+
+def calibrated(scores: list[float], truth: list[bool], floor: float = 0.95) -> float:
+    """The threshold with the highest recall among those whose precision reaches `floor` (else the one of the
+    highest F1), over the scores themselves: run on the tuning half only."""
+    best: tuple[tuple[float, float], float] = ((-1.0, -1.0), 1.0)
+    for t in sorted(set(scores)):
+        said = [s >= t for s in scores]
+        tp = sum(a and b for a, b in zip(said, truth, strict=True))
+        fp = sum(a and not b for a, b in zip(said, truth, strict=True))
+        fn = sum(b and not a for a, b in zip(said, truth, strict=True))
+        p, r = (tp / (tp + fp) if tp + fp else 1.0), (tp / (tp + fn) if tp + fn else 1.0)
+        key = (
+            (r, 2 * p * r / (p + r) if p + r else 0.0) if p >= floor else (-1.0, 2 * p * r / (p + r) if p + r else 0.0)
+        )
+        if key > best[0]:
+            best = (key, t)
+    return best[1]
+
+
+def figures(pairs: list[LabelledPair], said: list[bool]) -> dict[str, Any]:
+    """Precision, recall and F1 of `supported`, and per kind the share of pairs the verdicts got right."""
+    tp = sum(a and p.supported for a, p in zip(said, pairs, strict=True))
+    fp = sum(a and not p.supported for a, p in zip(said, pairs, strict=True))
+    fn = sum(p.supported and not a for a, p in zip(said, pairs, strict=True))
+    precision, recall = (tp / (tp + fp) if tp + fp else 1.0), (tp / (tp + fn) if tp + fn else 1.0)
+    kinds: dict[str, list[int]] = {}
+    for a, p in zip(said, pairs, strict=True):
+        right = kinds.setdefault(p.kind, [0, 0])
+        right[0] += a == p.supported
+        right[1] += 1
+    return {
+        "pairs": len(pairs),
+        "precision": round(precision, 3),
+        "recall": round(recall, 3),
+        "f1": round(2 * precision * recall / (precision + recall), 3) if precision + recall else 0.0,
+        "tp": tp,
+        "fp": fp,
+        "fn": fn,
+        "right_by_kind": {k: f"{r}/{n}" for k, (r, n) in sorted(kinds.items())},
+    }
+
+
+def evaluate_set(
+    pairs: list[LabelledPair], llm: dict[str, float] | None = None, rerank: dict[str, float] | None = None
+) -> dict[str, Any]:
+    """Every verifier variant on the held-out half, thresholds calibrated on the tuning half.
+
+    `llm`: pair id -> `judge_score`; `rerank`: pair id -> cross-encoder logit of (claim, passage).
+    A variant that needs a score a pair lacks is reported on the pairs that have it (`pairs` says how many)."""
+    lexical = {p.id: support_score(p.claim, p.passage) for p in pairs}
+    strict = {p.id: strict_check(p.claim, p.passage) for p in pairs}
+    gated = {i: why is None or why.startswith("only") for i, (_, why) in strict.items()}
+    verdicts: dict[str, Callable[[LabelledPair], bool | None]] = {
+        "off": lambda p: True,
+        "lexical (support >= 0.6, the old default)": lambda p: lexical[p.id] >= 0.6,
+        "strict": lambda p: strict[p.id][1] is None,
+    }
+    thresholds: dict[str, float] = {}
+    tuning = [p for p in pairs if p.half == "tuning"]
+    for name, table in (("llm_score", llm), ("rerank", rerank)):
+        if table is None:
+            continue
+        scored = [p for p in tuning if p.id in table]
+        alone = calibrated([table[p.id] for p in scored], [p.supported for p in scored])
+        zone = [p for p in scored if gated[p.id] and LLM_ZONE <= strict[p.id][0] < STRICT_MIN_SUPPORT]
+        mixed = calibrated([table[p.id] for p in zone], [p.supported for p in zone]) if zone else 0.5
+        thresholds |= {f"{name} alone": alone, f"strict or (zone and {name})": mixed}
+
+        def alone_at(p: LabelledPair, t: float = alone, table: dict[str, float] = table) -> bool | None:
+            return table[p.id] >= t if p.id in table else None
+
+        def mixed_at(p: LabelledPair, t: float = mixed, table: dict[str, float] = table) -> bool | None:
+            if strict[p.id][1] is None:
+                return True
+            if not gated[p.id] or strict[p.id][0] < LLM_ZONE:
+                return False
+            return table[p.id] >= t if p.id in table else None
+
+        verdicts[f"{name} alone (>= {alone:.3g})"] = alone_at
+        verdicts[f"strict or (zone and {name} >= {mixed:.3g})"] = mixed_at
+        if name == "llm_score":
+            verdicts["llm yes/no (P(yes) > 0.5)"] = lambda p, t=table: t[p.id] > 0.5 if p.id in t else None
+            verdicts["lexical and llm yes/no"] = lambda p, t=table: (
+                (lexical[p.id] >= 0.6 and t[p.id] > 0.5) if p.id in t else None
+            )
+    report: dict[str, Any] = {"thresholds (from tuning)": thresholds, "variants": {}}
+    for half in ("held_out", "tuning"):
+        chosen = [p for p in pairs if p.half == half]
+        for name, verdict in verdicts.items():
+            said = [(p, verdict(p)) for p in chosen]
+            kept = [(p, v) for p, v in said if v is not None]
+            report["variants"].setdefault(name, {})[half] = figures([p for p, _ in kept], [bool(v) for _, v in kept])
+    return report
+
+
+def rerank_scores(pairs: list[LabelledPair]) -> dict[str, float]:
+    """The packaged cross-encoder's logit of the passage's relevance to the claim read as a query (a logit, not
+    its probability: relevant passages' probabilities all round to 1)."""
+    from pipelines.retrieval.rerank import CrossEncoderReranker
+
+    s = Settings()
+    ranker = CrossEncoderReranker(s.reranker_model, s.reranker_path, 512)
+    return {p.id: round(ranker.scores(p.claim, [p.passage])[0], 3) for p in pairs}
 
 
 if __name__ == "__main__":

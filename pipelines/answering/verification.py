@@ -18,12 +18,13 @@ characters that never occurs whole in its passage.
 
 from __future__ import annotations
 
+import math
 import re
 from collections.abc import Iterable
 from dataclasses import dataclass
 from functools import lru_cache
 
-from pipelines.adapters.llm_harness import LLMHarness
+from pipelines.adapters.llm_harness import GenerationUnavailable, LLMHarness, _litellm, request_key
 from pipelines.answering.citations import split_sentences, strip_markers
 from pipelines.answering.passage_units import CODE_SPAN, plain
 from pipelines.text.analysis import analyze_snowball
@@ -201,6 +202,52 @@ def _compound_in(term: str, present: set[str]) -> bool:
     return _COMPOUND.fullmatch(term) is not None and all(stem(part) in present for part in re.split(r"[-/]", term))
 
 
+# The `strict` check: a claim is supported only when every content word of it is in the passage (a quoted
+# sentence always is) and no gate fails. Calibrated on the tuning half of evals/data/verify_pairs.jsonl
+# (docs/benchmarks.md, "Citation verifier"): 1.0 was the least threshold at which precision reached 0.95 there.
+STRICT_MIN_SUPPORT = 1.0
+# The `llm_score` check: a claim whose every word is in the passage is supported as `strict` has it; one that
+# holds at least LLM_ZONE of the weight and passes the gates is decided by the model's P(yes) against
+# LLM_MIN_YES (calibrated on the same tuning half); below LLM_ZONE it is not supported, and the model is not asked.
+LLM_ZONE = 0.6
+LLM_MIN_YES = 0.5
+
+
+def code_not_as_written(sentence: str, passage: str) -> str | None:
+    """The first code span of the sentence that the passage does not contain as written (case and all, not
+    inside a longer name), or None. A code span names one thing exactly: `gitaly` is not the prose word
+    Gitaly, and `set` is not `--set`."""
+    for match in CODE_SPAN.finditer(strip_markers(sentence)):
+        name = match.group(2).strip()
+        if name and not re.search(rf"(?<![\w\-/]){re.escape(name)}(?![\w\-])", passage):
+            return name
+    return None
+
+
+def strict_check(sentence: str, passage: str) -> tuple[float, str | None]:
+    """(support score, why the claim is unsupported or None) under the gates of `strict`: a number or
+    identifier not in the passage, a code span not as written, a negation reversed, or a content word the
+    passage lacks (below STRICT_MIN_SUPPORT). The score is `support_score`, 0 when a gate fails."""
+    name = code_not_as_written(sentence, passage)
+    if name is not None:
+        return 0.0, f"`{name}` is not in the passage as written"
+    terms = claim_terms(sentence)
+    if not terms:
+        return 1.0, None
+    present = {stem(t) for t in terms_of(passage)}
+    missing = exact_terms(sentence) - present
+    lowered = plain(passage).lower()
+    missing = {t for t in missing if not (_written_in(t, lowered) or _compound_in(t, present))}
+    if missing:
+        return 0.0, f"{sorted(missing)[0]} is not in the passage"
+    if _reversed(sentence, terms, passage):
+        return 0.0, "the sentence negates what the passage says, or the other way round"
+    score = support_score(sentence, passage)
+    if score < STRICT_MIN_SUPPORT:
+        return score, f"only {score:.0%} of the sentence's content words are in the passage"
+    return score, None
+
+
 @dataclass(frozen=True)
 class Check:
     chunk_id: str
@@ -217,6 +264,15 @@ def check_citations(sentence: str, cited: Iterable[tuple[str, str]], min_support
         ok = score >= min_support
         reason = "supported" if ok else f"only {score:.0%} of the sentence's content words are in the passage"
         out.append(Check(chunk_id, round(score, 4), ok, reason))
+    return out
+
+
+def check_strict(sentence: str, cited: Iterable[tuple[str, str]]) -> list[Check]:
+    """The `strict` variant's check of each (chunk_id, passage text) the sentence cites."""
+    out = []
+    for chunk_id, passage in cited:
+        score, why = strict_check(sentence, passage)
+        out.append(Check(chunk_id, round(score, 4), why is None, why or "supported"))
     return out
 
 
@@ -237,6 +293,71 @@ JUDGE_PROMPT = """Passage:
 Sentence: {sentence}
 
 Does the passage state what the sentence says (not merely a related topic)? Answer with one word: yes or no."""
+
+
+SCORE_SYSTEM = (
+    "You check citations. Answer yes only when the passage itself states everything the sentence claims: "
+    "every number, version, name and negation as the passage has them. A sentence on the passage's topic that "
+    "claims something else, or adds a claim the passage does not make, gets no."
+)
+
+
+def judge_score(harness: LLMHarness, sentence: str, passage: str) -> float:
+    """The `llm_score` check: the model's probability of "yes" against "no" as its first token (0..1), read
+    from the provider's log-probabilities, to be compared with a threshold calibrated on labelled pairs
+    (a yes/no answer as written says yes to nearly everything). The passage comes first so that a server
+    with a prompt cache reads it once for every sentence that cites it. A provider without log-probabilities,
+    or a judge that cannot be reached, raises `GenerationUnavailable`: callers fail closed."""
+    messages = [
+        {"role": "system", "content": SCORE_SYSTEM},
+        {"role": "user", "content": JUDGE_PROMPT.format(passage=passage, sentence=strip_markers(sentence))},
+    ]
+    top = first_token_logprobs(harness, messages)
+    yes = sum(math.exp(lp) for token, lp in top.items() if token.strip().lower() == "yes")
+    no = sum(math.exp(lp) for token, lp in top.items() if token.strip().lower() == "no")
+    return yes / (yes + no) if yes + no > 0 else 0.0
+
+
+def first_token_logprobs(harness: LLMHarness, messages: list[dict[str, str]], top: int = 10) -> dict[str, float]:
+    """The log-probabilities of the likeliest first tokens of the reply, from the first provider that answers
+    (each provider's circuit breaker is honoured; one attempt each, within the harness's deadline)."""
+    litellm = _litellm()
+    errors = []
+    for provider in harness.providers:
+        breaker = harness.breakers[provider.name]
+        if not breaker.allow():
+            errors.append(f"{provider.name}: circuit open")
+            continue
+        try:
+            response = litellm.completion(
+                model=provider.model,
+                messages=messages,
+                api_base=provider.api_base,
+                api_key=request_key(provider.api_key, provider.api_base),
+                timeout=harness.deadline_seconds,
+                max_tokens=1,
+                temperature=0.0,
+                logprobs=True,
+                top_logprobs=top,
+                num_retries=0,
+            )
+            content = response.choices[0].logprobs["content"] if response.choices[0].logprobs else None
+            if not content:
+                raise RuntimeError("the provider returned no log-probabilities")
+            first = content[0]
+            listed = first.get("top_logprobs") if isinstance(first, dict) else first.top_logprobs
+            out = {}
+            for entry in listed or []:
+                token, logprob = (
+                    (entry["token"], entry["logprob"]) if isinstance(entry, dict) else (entry.token, entry.logprob)
+                )
+                out[token] = max(out.get(token, -math.inf), float(logprob))
+            breaker.success()
+            return out
+        except Exception as exc:
+            breaker.failure()
+            errors.append(f"{provider.name}: {type(exc).__name__}: {str(exc)[:200]}")
+    raise GenerationUnavailable("no log-probabilities from any provider: " + "; ".join(errors))
 
 
 def judge_support(harness: LLMHarness, sentence: str, passage: str) -> tuple[bool, str]:
