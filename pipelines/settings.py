@@ -228,7 +228,14 @@ class Settings(BaseSettings):
     llm_deadline_seconds: float = Field(30.0, description="One deadline shared by all attempts and providers.")
     llm_breaker_failures: int = Field(3, description="Consecutive failures that open a provider's circuit.")
     llm_breaker_reset_seconds: float = Field(30.0, description="How long an open circuit skips its provider.")
-    verify: Literal["off", "lexical", "llm"] = Field("lexical", description="Citation verification variant.")
+    verify: Literal["off", "lexical", "strict", "llm", "llm_score"] = Field(
+        "strict",
+        description=(
+            "Citation verification variant: `strict` (every word, number, identifier and code span of the claim in "
+            "the cited passage, no negation reversed) unless set; `llm_score` adds the model's calibrated P(yes) "
+            "for claims that reword the passage (docs/benchmarks.md, Citation verifier)."
+        ),
+    )
     verify_min_support: float = Field(
         0.6, description="Lexical verification: least support score for a citation to count as supported."
     )

@@ -90,7 +90,7 @@ class BackHalf:
         }
         if variants["rerank"] == "cross_encoder" or variants["sentence_ranker"] == "cross_encoder":
             inputs["reranker"] = self.reranker()  # RerankUnavailable when its file is missing or altered
-        if variants["generator"] == "litellm" or variants["verify"] == "llm":
+        if variants["generator"] == "litellm" or variants["verify"] in ("llm", "llm_score"):
             inputs["llm_harness"] = self.harness()
         if variants["generator"] == "litellm":
             inputs["prompt_version"] = PROMPT_VERSION

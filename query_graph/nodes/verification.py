@@ -1,7 +1,12 @@
 """Verification nodes: does each cited chunk say what its sentence says?
 
 Variants (`verify`): `off`; `lexical` (support score over content words, numbers and identifiers,
-pipelines/answering/verification.py); `llm` (a yes/no judge through the litellm harness). An unsupported citation
+pipelines/answering/verification.py, at `verify_min_support`); `strict` (the default: `lexical` with gates, a
+claim supported only when every content word, number, identifier and code span is in the passage as written
+and no negation is reversed); `llm` (a yes/no judge through the litellm harness, as the model writes it);
+`llm_score` (`strict`, and a claim that fails it only for a word the passage lacks, with at least
+`LLM_ZONE` of its weight there, decided by the model's calibrated P(yes): paraphrases pass, a reversed fact
+does not). Measured on the labelled pairs of evals/data/verify_pairs.jsonl (docs/benchmarks.md). An unsupported citation
 is removed (and a sentence left with none is dropped) or flagged (`verify_action`); either way the
 reply's `verification` field lists it with the reason. Verification fails closed: a judge that
 cannot be reached fails the request (503 `verification_unavailable`).
@@ -18,7 +23,18 @@ from hamilton.function_modifiers import config
 from pipelines.adapters.llm_harness import GenerationUnavailable, LLMHarness
 from pipelines.answering.citations import MARKER, ValidatedSentence, close_gaps, join_sentences, strip_markers
 from pipelines.answering.extractive import with_marker
-from pipelines.answering.verification import Check, check_citations, judge_support, supporting_passage
+from pipelines.answering.verification import (
+    LLM_MIN_YES,
+    LLM_ZONE,
+    STRICT_MIN_SUPPORT,
+    Check,
+    check_citations,
+    check_strict,
+    judge_score,
+    judge_support,
+    strict_check,
+    supporting_passage,
+)
 from query_graph.nodes.retrieval import Candidate
 from query_graph.nodes.validation import ValidatedAnswer
 from query_graph.sink import release
@@ -30,7 +46,7 @@ class VerificationUnavailable(RuntimeError):
 
 @dataclass
 class SentenceChecker:
-    mode: str  # off | lexical | llm
+    mode: str  # off | lexical | strict | llm | llm_score
     passages: dict[str, str]
     min_support: float
     action: str  # remove | flag
@@ -46,11 +62,30 @@ class SentenceChecker:
             raise VerificationUnavailable(f"the verification judge failed: {exc}") from exc
         return Check(chunk_id, 1.0 if ok else 0.0, ok, "judge: yes" if ok else f"judge: {verdict[:40]}")
 
+    def _scored(self, sentence: str, chunk_id: str) -> Check:
+        """`llm_score`: `strict` first; the model is asked only of a claim that fails it for a missing word."""
+        passage = self.passages[chunk_id]
+        score, why = strict_check(sentence, passage)
+        if why is None or not why.startswith("only") or score < LLM_ZONE:
+            return Check(chunk_id, round(score, 4), why is None, why or "supported")
+        assert self.harness is not None
+        try:
+            p_yes = judge_score(self.harness, sentence, passage)
+        except GenerationUnavailable as exc:
+            raise VerificationUnavailable(f"the verification judge failed: {exc}") from exc
+        ok = p_yes >= LLM_MIN_YES
+        return Check(chunk_id, round(p_yes, 4), ok, f"judge: P(yes) {p_yes:.2f}" + ("" if ok else f"; {why}"))
+
     def checks(self, sentence: ValidatedSentence) -> list[Check]:
+        cited = [(c, self.passages[c]) for c in sentence.chunk_ids]
         if self.mode == "lexical":
-            return check_citations(sentence.text, [(c, self.passages[c]) for c in sentence.chunk_ids], self.min_support)
+            return check_citations(sentence.text, cited, self.min_support)
+        if self.mode == "strict":
+            return check_strict(sentence.text, cited)
         if self.mode == "llm":
             return [self._judge(sentence.text, c) for c in sentence.chunk_ids]
+        if self.mode == "llm_score":
+            return [self._scored(sentence.text, c) for c in sentence.chunk_ids]
         return []
 
     def check(self, sentence: ValidatedSentence) -> tuple[ValidatedSentence | None, list[dict[str, Any]]]:
@@ -86,12 +121,15 @@ class SentenceChecker:
         Small models leave markers out, and sometimes cite the wrong passage for a true sentence (the
         packaged 1.5B model wrote "Set `HARBOR_PORT` to choose another port." citing the command-line page). A sentence without a marker gets the supporting passage's (pipelines/answering/litellm_generator.py);
         a wrong marker is no better evidence than none, so the sentence is treated the same way, and the
-        report says where its citation went. Lexical only: the judge would be asked once per passage."""
-        if self.mode != "lexical":
+        report says where its citation went. Lexical and strict only: the judge would be asked once per passage."""
+        if self.mode not in ("lexical", "strict"):
             return None
         others = [(c, p) for c, p in self.passages.items() if c not in gone]
-        chunk_id = supporting_passage(text, others, self.min_support)
-        if chunk_id is None:
+        least = self.min_support if self.mode == "lexical" else STRICT_MIN_SUPPORT
+        chunk_id = supporting_passage(text, others, least)
+        if chunk_id is None or (
+            self.mode == "strict" and not check_strict(text, [(chunk_id, self.passages[chunk_id])])[0].supported
+        ):
             return None
         for entry in report:
             entry.update(action="recited", recited_to=chunk_id)
@@ -118,6 +156,18 @@ def sentence_checker__lexical(
     context_candidates: list[Candidate], verify_min_support: float, verify_action: str
 ) -> SentenceChecker:
     return SentenceChecker("lexical", _passages(context_candidates), verify_min_support, verify_action)
+
+
+@config.when(verify="strict")
+def sentence_checker__strict(context_candidates: list[Candidate], verify_action: str) -> SentenceChecker:
+    return SentenceChecker("strict", _passages(context_candidates), STRICT_MIN_SUPPORT, verify_action)
+
+
+@config.when(verify="llm_score")
+def sentence_checker__llm_score(
+    context_candidates: list[Candidate], verify_action: str, llm_harness: LLMHarness
+) -> SentenceChecker:
+    return SentenceChecker("llm_score", _passages(context_candidates), STRICT_MIN_SUPPORT, verify_action, llm_harness)
 
 
 @config.when(verify="llm")

@@ -1,4 +1,5 @@
-"""Citation verification: the lexical support score, and the `off` / `lexical` / `llm` variants in the graph."""
+"""Citation verification: the lexical support score, and the `off` / `lexical` / `strict` / `llm` variants in the
+graph."""
 
 from __future__ import annotations
 
@@ -121,6 +122,21 @@ def test_a_true_sentence_cited_to_the_wrong_passage_is_cited_to_the_right_one(ha
     with loopback_llm() as judge:
         judged = _answer(harbor, draft, {"verify": "llm"}, llm_model="openai/judge", llm_api_base=judge.api_base)
     assert judged["status"] == "no_answer" and judged["verification"]["unsupported"][0]["action"] == "removed"
+
+
+def test_strict_is_the_default_and_rejects_what_the_lexical_share_lets_through(harbor: Harbor) -> None:
+    # A code span the passage only has as a plain word, and a changed port: `lexical` at 0.6 keeps the first.
+    _, ports, _ = _draft(harbor)
+    text = f"The dashboard listens on port 7420 [C:{ports}]. Set `--port` to choose another port [C:{ports}]."
+    lexical = _answer(harbor, Draft(text=text, generator="test"), {"verify": "lexical"})
+    assert "--port" in lexical["answer"] and lexical["verification"]["unsupported"] == []
+    reply = _answer(harbor, Draft(text=text, generator="test"), {})
+    assert reply["verification"]["mode"] == "strict"
+    assert reply["answer"] == f"The dashboard listens on port 7420 [C:{ports}]."
+    [problem] = reply["verification"]["unsupported"]
+    assert problem["chunk_id"] == ports and "as written" in problem["reason"] and problem["score"] == 0.0
+    changed = Draft(text=f"The dashboard listens on port 7421 [C:{ports}].", generator="test")
+    assert _answer(harbor, changed, {})["status"] == "no_answer"
 
 
 def test_flag_keeps_the_sentence_and_reports_it(harbor: Harbor) -> None:
