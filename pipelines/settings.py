@@ -27,7 +27,10 @@ class Settings(BaseSettings):
         str(PROJECT_ROOT / "docs"),
         description="Default source: a directory, git+<repo>#<ref>, urls+<file of URLs> or sitemap+<url>.",
     )
-    include: list[str] = Field(default_factory=lambda: ["**/*.md"], description="Glob patterns of documents to index.")
+    include: list[str] = Field(
+        default_factory=lambda: list(DEFAULT_INCLUDE),
+        description="Glob patterns of documents to index (default: every format ragline reads, READ_FORMATS).",
+    )
     exclude: list[str] = Field(default_factory=list, description="Glob patterns of documents to skip.")
 
     host: str = Field("127.0.0.1", description="Address the server binds to.")
@@ -316,3 +319,19 @@ class Settings(BaseSettings):
     def ab_pointer_file(self) -> Path:
         """Where `ragline eval ab` records its last report and the operator console looks for it."""
         return self.data_dir / "evals" / "latest.json"
+
+# The document formats ragline reads, by the ending of a file's name: pipelines.ingestion.cleaners turns each
+# kind into Markdown (a PDF's text is read by pipelines.ingestion.pdf_text). The default include is all of
+# them, so a new user's documents are indexed whatever their format; a page fetched from a site without
+# an ending is read by its content.
+READ_FORMATS: dict[str, str] = {
+    ".md": "Markdown",
+    ".markdown": "Markdown",
+    ".rst": "reStructuredText",
+    ".rest": "reStructuredText",
+    ".html": "HTML",
+    ".htm": "HTML",
+    ".txt": "plain text",
+    ".pdf": "PDF",
+}
+DEFAULT_INCLUDE: tuple[str, ...] = tuple(f"**/*{suffix}" for suffix in READ_FORMATS)

@@ -9,6 +9,7 @@ import sys
 from pathlib import Path
 
 from tests.corpus import write_corpus
+from tests.formats import new_users_docs
 
 RAGLINE = str(Path(sys.executable).parent / "ragline")
 
@@ -53,3 +54,26 @@ def test_build_of_a_missing_source_fails_clearly(tmp_path: Path) -> None:
     result = run(tmp_path / "home", "index", "build", "--source", str(tmp_path / "nope"))
     assert result.returncode != 0
     assert "does not exist" in result.stderr
+
+
+def test_a_new_users_docs_in_every_format_build_with_no_include(tmp_path: Path) -> None:
+    """Markdown, reStructuredText, HTML, plain text and a PDF, with no --include: each is indexed, and an answer
+    found only in the PDF cites it; a folder of none of them fails with the formats read and the files seen."""
+    source = new_users_docs(tmp_path / "docs")
+    home = tmp_path / "home"
+    built = run(home, "index", "build", "--source", str(source), "--json")
+    assert built.returncode == 0, built.stderr
+    assert json.loads(built.stdout)["documents"] == 8  # not conf.py, logo.png or .cache/
+    answer = run(home, "query", "Which port does the harbor dashboard listen on by default?", "--json")
+    assert answer.returncode == 0, answer.stderr
+    reply = json.loads(answer.stdout)
+    assert reply["status"] == "answered" and "7420" in reply["answer"]
+    assert reply["citations"][0]["document_id"] == "manual.pdf"
+
+    code = tmp_path / "code"
+    code.mkdir()
+    (code / "app.py").write_text("print('hi')\n")
+    failed = run(home, "index", "build", "--source", str(code))
+    assert failed.returncode == 1
+    assert "ragline reads Markdown (.md, .markdown), reStructuredText (.rst, .rest), HTML" in failed.stderr
+    assert "PDF (.pdf), and it holds 1 file(s) (1 .py): app.py" in failed.stderr

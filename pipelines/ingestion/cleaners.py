@@ -8,6 +8,9 @@
 - HTML: the main content only (navigation, headers, footers, scripts, feedback widgets removed),
   turned into Markdown headings, paragraphs, lists, code blocks and tables (`pipelines.ingestion.html_text`).
 - reStructuredText: section titles, code blocks, admonitions and inline markup (`pipelines.ingestion.rst_text`).
+- PDF: read to Markdown by the loader (`pipelines.ingestion.pdf_text`), a heading per page; kept as it is.
+- Any other text file: plain text, titled by its first Markdown heading. `pipelines.settings.READ_FORMATS`
+  names the endings the default include selects.
 """
 
 from __future__ import annotations
@@ -186,6 +189,8 @@ def clean_document(document: Document, root: Path | None = None) -> Document:
     doc_id = document.document_id.lower()
     if doc_id.endswith((".md", ".markdown")):
         text, title = clean_markdown(document.text, document.document_id, root)
+    elif doc_id.endswith(".pdf"):  # the loader read its text as Markdown already (`pdf_text`)
+        text, title = document.text, _first_heading(document.text)
     elif doc_id.endswith((".html", ".htm")) or looks_like_html(document.text):
         text, title = html_to_markdown(document.text)
     elif doc_id.endswith((".rst", ".rest")):

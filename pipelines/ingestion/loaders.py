@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-from collections.abc import Iterable
+from collections import Counter
+from collections.abc import Iterable, Sequence
 from functools import lru_cache
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 
 from pipelines.documents import Document, sha256_text
+from pipelines.ingestion.pdf_text import PdfError, is_pdf, pdf_to_markdown
+from pipelines.settings import READ_FORMATS
 
 
 class SourceError(ValueError):
@@ -42,18 +45,46 @@ def matches(path: str, patterns: Iterable[str]) -> bool:
     return any(glob_regex(p).match(path) for p in patterns)
 
 
-def select_paths(root: Path, include: list[str], exclude: list[str]) -> list[str]:
-    """Relative POSIX paths under root matched by some include and no exclude, sorted."""
+def visible_files(root: Path) -> list[str]:
+    """Relative POSIX paths of every file under root outside dot-files and dot-folders, sorted."""
     found = []
     for path in root.rglob("*"):
         if not path.is_file():
             continue
         rel = path.relative_to(root).as_posix()
-        if any(part.startswith(".") for part in rel.split("/")):
-            continue
-        if matches(rel, include) and not matches(rel, exclude):
+        if not any(part.startswith(".") for part in rel.split("/")):
             found.append(rel)
     return sorted(found)
+
+
+def select_paths(root: Path, include: list[str], exclude: list[str]) -> list[str]:
+    """Relative POSIX paths under root matched by some include and no exclude, sorted."""
+    return [rel for rel in visible_files(root) if matches(rel, include) and not matches(rel, exclude)]
+
+
+def formats_read() -> str:
+    """The formats ragline reads with their file endings, for messages: "Markdown (.md, .markdown), ..."."""
+    endings: dict[str, list[str]] = {}
+    for suffix, kind in READ_FORMATS.items():
+        endings.setdefault(kind, []).append(suffix)
+    return ", ".join(f"{kind} ({', '.join(suffixes)})" for kind, suffixes in endings.items())
+
+
+def nothing_matched(where: str, include: Sequence[str], exclude: Sequence[str], seen: Sequence[str]) -> SourceError:
+    """The error of a source none of whose files the globs select: the formats read and the files seen
+    (counted by ending, the first few named), so a source of other formats says so at once."""
+    if seen:
+        endings = Counter(PurePosixPath(p).suffix.lower() or "(no ending)" for p in seen)
+        ranked = sorted(endings.items(), key=lambda item: (-item[1], item[0]))[:8]
+        counts = ", ".join(f"{n} {ending}" for ending, n in ranked)
+        named = ", ".join(seen[:8]) + (", ..." if len(seen) > 8 else "")
+        found = f"it holds {len(seen)} file(s) ({counts}): {named}"
+    else:
+        found = "it holds no file"
+    return SourceError(
+        f"no documents under {where} match include={list(include)} exclude={list(exclude)}; ragline reads "
+        f"{formats_read()}, and {found}"
+    )
 
 
 def load_directory(root: Path, include: list[str], exclude: list[str]) -> list[Document]:
@@ -62,22 +93,33 @@ def load_directory(root: Path, include: list[str], exclude: list[str]) -> list[D
         raise SourceError(f"source directory {root} does not exist")
     paths = select_paths(root, include, exclude)
     if not paths:
-        raise SourceError(f"no documents under {root} match include={include} exclude={exclude}")
+        raise nothing_matched(str(root), include, exclude, visible_files(root))
     now = dt.datetime.now(dt.UTC).isoformat()
     return [text_document(rel, (root / rel).as_uri(), (root / rel).read_bytes(), now) for rel in paths]
 
 
 def text_document(document_id: str, source_uri: str, data: bytes, fetched_at: str) -> Document:
-    """A document from a file's or a page's bytes, read as UTF-8 (a stray invalid byte becomes U+FFFD).
+    """A document from a file's or a page's bytes: a PDF's text (`pipelines.ingestion.pdf_text`), anything
+    else read as UTF-8 (a stray invalid byte becomes U+FFFD).
 
-    A binary file (a PDF, an image, an archive that a broad include glob matched) is refused by name: read
-    as text it would index noise that no question finds, and the build would pass as if all were well."""
-    if data.startswith(b"%PDF-") or b"\0" in data[:8192]:
+    A binary file (an image, an archive that a broad include glob matched) and a PDF whose text cannot be
+    read are refused by name: read as text they would index noise that no question finds, and the build
+    would pass as if all were well."""
+    if is_pdf(data):
+        try:
+            text = pdf_to_markdown(data, document_id)
+        except PdfError as exc:
+            raise SourceError(
+                f"{document_id} is a PDF whose text ragline cannot read: {exc}; leave it out with --exclude or "
+                "RAGLINE_EXCLUDE"
+            ) from exc
+    elif b"\0" in data[:8192]:
         raise SourceError(
-            f"{document_id} is not a text document (ragline reads Markdown, HTML, reStructuredText and plain "
-            "text); leave it out with --exclude or RAGLINE_EXCLUDE"
+            f"{document_id} is not a text document (ragline reads {formats_read()}, and other text files as "
+            "plain text); leave it out with --exclude or RAGLINE_EXCLUDE"
         )
-    text = data.decode("utf-8", errors="replace")
+    else:
+        text = data.decode("utf-8", errors="replace")
     return Document(document_id, source_uri, text, sha256_text(text), fetched_at)
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 import structlog
 
 from pipelines.documents import Document
-from pipelines.ingestion.loaders import SourceError, select_paths, text_document
+from pipelines.ingestion.loaders import SourceError, nothing_matched, select_paths, text_document, visible_files
 
 log = structlog.get_logger(__name__)
 
@@ -78,7 +78,7 @@ def load_git(spec: str, include: list[str], exclude: list[str], cache: Path) -> 
     folder, repository, commit = checkout(spec, cache)
     paths = select_paths(folder, include, exclude)
     if not paths:
-        raise SourceError(f"no documents in {repository} at {commit[:12]} match include={include} exclude={exclude}")
+        raise nothing_matched(f"{repository} at {commit[:12]}", include, exclude, visible_files(folder))
     now = dt.datetime.now(dt.UTC).isoformat()
     log.info("git_source_checked_out", repository=repository, commit=commit, documents=len(paths))
     return [text_document(rel, f"{repository}@{commit}:{rel}", (folder / rel).read_bytes(), now) for rel in paths]

@@ -9,14 +9,14 @@ import urllib.robotparser
 import xml.etree.ElementTree as ET
 from collections.abc import Iterable
 from dataclasses import dataclass, field
-from pathlib import Path
+from pathlib import Path, PurePosixPath
 from urllib.parse import urljoin, urlparse
 
 import httpx
 import structlog
 
 from pipelines.documents import Document
-from pipelines.ingestion.loaders import SourceError, matches, text_document
+from pipelines.ingestion.loaders import SourceError, matches, nothing_matched, text_document
 
 log = structlog.get_logger(__name__)
 USER_AGENT = "ragline-indexer/0.1 (+https://github.com/ragline)"
@@ -108,13 +108,25 @@ def url_document_id(url: str) -> str:
     return path or "index"
 
 
+def included(document_id: str, include: list[str], exclude: list[str]) -> bool:
+    """A page selected by the globs. A page whose path has no file ending (`docs/install/`, `guide/intro`) is
+    matched as the HTML page a server sends for it, as well as by its own path: the default include of every
+    format read selects it, and so does `**/*.html`."""
+    names = [document_id]
+    if "." not in PurePosixPath(document_id).name or document_id.endswith("/"):
+        names.append(document_id.rstrip("/") + ".html")
+    return any(matches(n, include) for n in names) and not matches(document_id, exclude)
+
+
 def fetch_pages(urls: Iterable[str], include: list[str], exclude: list[str], policy: FetchPolicy) -> list[Document]:
     fetcher = PoliteFetcher(policy)
     documents: list[Document] = []
+    urls = list(dict.fromkeys(urls))
+    listed = [url_document_id(url) for url in urls]
     try:
-        for url in dict.fromkeys(urls):
+        for url in urls:
             doc_id = url_document_id(url)
-            if not matches(doc_id, include) or matches(doc_id, exclude):
+            if not included(doc_id, include, exclude):
                 continue
             body = fetcher.get(url)
             documents.append(text_document(doc_id, url, body, dt.datetime.now(dt.UTC).isoformat()))
@@ -122,7 +134,7 @@ def fetch_pages(urls: Iterable[str], include: list[str], exclude: list[str], pol
     finally:
         fetcher.close()
     if not documents:
-        raise SourceError(f"no page matched include={include} exclude={exclude}")
+        raise nothing_matched("the pages listed", include, exclude, listed)
     return documents
 
 

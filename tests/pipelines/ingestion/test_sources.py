@@ -13,9 +13,13 @@ from typing import ClassVar
 
 import pytest
 
+from pipelines.documents import sha256_text
+from pipelines.ingestion.cleaners import clean_document
 from pipelines.ingestion.loaders import SourceError
 from pipelines.ingestion.sources import load_source
 from pipelines.ingestion.sources.web import FetchPolicy
+from pipelines.settings import READ_FORMATS, Settings
+from tests.formats import PNG, new_users_docs, write_pdf
 
 
 def git(cwd: Path, *args: str) -> str:
@@ -125,9 +129,8 @@ def test_url_list_honours_robots_size_limit_and_gives_up(site: str, tmp_path: Pa
     assert [d.document_id for d in docs] == ["docs/two.html"]
 
 
-# The first bytes of real files of each kind: a PDF's header, a PNG's signature and header chunk.
+# The first bytes of a real PDF: its header and catalog, and no more (the PNG's are in tests.formats).
 PDF = b"%PDF-1.7\n%\xe2\xe3\xcf\xd3\n1 0 obj\n<< /Type /Catalog /Pages 2 0 R >>\nendobj\n"
-PNG = b"\x89PNG\r\n\x1a\n\x00\x00\x00\rIHDR\x00\x00\x00\x10\x00\x00\x00\x10\x08\x06\x00\x00\x00"
 
 
 def test_a_binary_file_is_refused_by_name_not_indexed_as_noise(site: str, tmp_path: Path) -> None:
@@ -138,7 +141,8 @@ def test_a_binary_file_is_refused_by_name_not_indexed_as_noise(site: str, tmp_pa
     (docs / "logo.png").write_bytes(PNG)
     with pytest.raises(SourceError, match=r"logo\.png is not a text document .* --exclude or RAGLINE_EXCLUDE"):
         load_source(str(docs), ["**"], [], tmp_path / "data")
-    with pytest.raises(SourceError, match=r"manual\.pdf is not a text document"):
+    # A file that starts as a PDF and is none (a header alone) is named too, not indexed as noise.
+    with pytest.raises(SourceError, match=r"manual\.pdf is a PDF whose text ragline cannot read: pypdf cannot"):
         load_source(str(docs), ["**"], ["*.png"], tmp_path / "data")
     [guide] = load_source(str(docs), ["**"], ["*.png", "*.pdf"], tmp_path / "data")
     assert "Café crème" in guide.text
@@ -146,5 +150,95 @@ def test_a_binary_file_is_refused_by_name_not_indexed_as_noise(site: str, tmp_pa
     (tmp_path / "www" / "docs" / "manual.pdf").write_bytes(PDF)
     listing = tmp_path / "urls.txt"
     listing.write_text(f"{site}/docs/manual.pdf\n")
-    with pytest.raises(SourceError, match=r"docs/manual\.pdf is not a text document"):
+    with pytest.raises(SourceError, match=r"docs/manual\.pdf is a PDF whose text ragline cannot read"):
         load_source(f"urls+{listing}", ["**"], [], tmp_path, FetchPolicy(delay_seconds=0.0))
+
+
+def test_the_default_include_reads_every_format_the_cleaners_read(tmp_path: Path) -> None:
+    docs = new_users_docs(tmp_path / "docs")
+    settings = Settings(source=str(docs))
+    assert sorted(p.removeprefix("**/*") for p in settings.include) == sorted(READ_FORMATS)
+    documents = {d.document_id: d for d in load_source(str(docs), settings.include, settings.exclude, tmp_path)}
+    assert sorted(documents) == [
+        "FAQ.txt", "api/old.htm", "api/sync.html", "guide/install.rst", "guide/legacy.rest",
+        "index.md", "manual.pdf", "notes.markdown",
+    ]  # fmt: skip
+    cleaned = {i: clean_document(d, docs) for i, d in documents.items()}
+    titles = {i: d.title for i, d in cleaned.items()}
+    assert titles["guide/install.rst"] == "Installing" and titles["api/sync.html"] == "harbor sync"
+    assert titles["api/old.htm"] == "Old API" and titles["notes.markdown"] == "Notes"
+    assert "Home | API" not in cleaned["api/sync.html"].text  # the cleaner, not the raw page
+    # The PDF: its own title, then its text page by page under a heading per page, for citations.
+    pdf = cleaned["manual.pdf"]
+    assert pdf.title == "Harbor Operations Manual"
+    assert pdf.text.startswith("# Harbor Operations Manual\n\n## Page 1\n\nHarbor operations manual\n")
+    assert "## Page 2\n\nThe dashboard of a harbor server listens on port 7420 by default." in pdf.text
+    # A document's hash is that of the text read, so an edit of the PDF's text makes a new content version.
+    assert documents["manual.pdf"].content_hash == sha256_text(documents["manual.pdf"].text)
+
+
+def test_pdf_text_is_read_page_by_page_and_unreadable_pdfs_are_named(tmp_path: Path) -> None:
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    # A page with only a drawing gets no heading; text that looks like Markdown structure stays text.
+    (docs / "spec.pdf").write_bytes(write_pdf([["# not a heading", "``` not a fence"], None, ["Last page."]]))
+    [spec] = load_source(str(docs), ["**/*.pdf"], [], tmp_path)
+    assert spec.text == (
+        "# spec\n\n## Page 1\n\n\\# not a heading\n\\``` not a fence\n\n## Page 3\n\nLast page.\n"
+    )  # no title in the file: its name
+    # A scan (pages without a text layer) and an encrypted PDF are refused by name, never indexed empty.
+    (docs / "scan.pdf").write_bytes(write_pdf([None, None]))
+    with pytest.raises(SourceError, match=r"scan\.pdf is a PDF .* none of its 2 page\(s\) has a text layer"):
+        load_source(str(docs), ["scan.pdf"], [], tmp_path)
+    from pypdf import PdfReader, PdfWriter
+
+    writer = PdfWriter(clone_from=PdfReader(docs / "spec.pdf"))
+    writer.encrypt(user_password="secret", algorithm="AES-128")
+    with (docs / "locked.pdf").open("wb") as handle:
+        writer.write(handle)
+    with pytest.raises(SourceError, match=r"locked\.pdf is a PDF .* encrypted with a password"):
+        load_source(str(docs), ["locked.pdf"], [], tmp_path)
+    # Encrypted with an empty user password (a permissions-only PDF, common in the wild): it opens and is read.
+    writer = PdfWriter(clone_from=PdfReader(docs / "spec.pdf"))
+    writer.encrypt(user_password="", owner_password="owner", algorithm="AES-128")
+    with (docs / "open.pdf").open("wb") as handle:
+        writer.write(handle)
+    [opened] = load_source(str(docs), ["open.pdf"], [], tmp_path)
+    assert "Last page." in opened.text
+
+
+def test_a_source_with_no_format_read_lists_the_formats_and_the_files_it_saw(site: str, tmp_path: Path) -> None:
+    code = tmp_path / "code"
+    (code / "src").mkdir(parents=True)
+    for name in ("src/app.py", "src/util.py", "setup.cfg"):
+        (code / name).write_text("x = 1\n")
+    (code / "logo.png").write_bytes(PNG)
+    include = list(Settings().include)
+    with pytest.raises(SourceError) as caught:
+        load_source(str(code), include, [], tmp_path / "data")
+    message = str(caught.value)
+    assert f"no documents under {code.resolve()} match include=" in message
+    assert "ragline reads Markdown (.md, .markdown), reStructuredText (.rst, .rest), HTML (.html, .htm), " in message
+    assert "plain text (.txt), PDF (.pdf)" in message
+    assert "it holds 4 file(s) (2 .py, 1 .cfg, 1 .png): logo.png, setup.cfg, src/app.py, src/util.py" in message
+    empty = tmp_path / "empty"
+    empty.mkdir()
+    with pytest.raises(SourceError, match="it holds no file"):
+        load_source(str(empty), include, [], tmp_path / "data")
+    # A git source says the same of its checkout.
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "-q", "-b", "main")
+    (repo / "main.go").write_text("package main\n")
+    git(repo, "add", "-A")
+    git(repo, "commit", "-q", "-m", "code only")
+    with pytest.raises(SourceError, match=r"at [0-9a-f]{12} match .* it holds 1 file\(s\) \(1 \.go\): main\.go"):
+        load_source(f"git+{repo}#main", include, [], tmp_path / "data")
+    # A site's pages: those without a file ending are HTML pages, which the default include reads.
+    listing = tmp_path / "urls.txt"
+    listing.write_text(f"{site}/docs/one.html\n{site}/docs/\n{site}/robots.txt\n{site}/logo.svg\n")
+    documents = load_source(f"urls+{listing}", include, [], tmp_path, FetchPolicy(delay_seconds=0.0))
+    assert [d.document_id for d in documents] == ["docs/one.html", "docs/", "robots.txt"]
+    listing.write_text(f"{site}/logo.svg\n{site}/feed.xml\n")
+    with pytest.raises(SourceError, match=r"the pages listed .* it holds 2 file\(s\) .*: logo\.svg, feed\.xml"):
+        load_source(f"urls+{listing}", include, [], tmp_path, FetchPolicy(delay_seconds=0.0))
