@@ -7,8 +7,8 @@ reported in aggregate.
 
 - `fit`: logistic regression (numpy, Newton steps, a small L2 penalty) on every candidate sentence of the
   tuning questions, positive when it holds the answer span; prints the weights for `asked.WEIGHTS`.
-- `golden`: the tuning questions of a golden set through the whole pipeline (its evaluation index, built
-  once by `ragline eval answers`), recording the passages the generator reads for each: candidate
+- `ragline eval sentence-rows` (`golden_rows`): the tuning questions of a golden set through the whole
+  pipeline (its evaluation index, built once by `ragline eval answers`), recording the passages the generator reads for each: candidate
   sentences positive when they hold one of the question's evidence strings or facts (facts of three words
   or more: "No" is in many sentences), written to a JSON file that `fit --golden FILE` adds to XQuAD's
   rows, each source weighing as much in all as XQuAD's rows do.
@@ -17,7 +17,7 @@ reported in aggregate.
   with their answering paragraph taken away (the other four paragraphs share the question's words but do
   not answer it): the share that gets no answer, for each `MIN_PROBABILITY` candidate.
 
-    python -m evals.studies.answer_sentences golden --source DIR [--include GLOB] --golden FILE --out ROWS.json
+    ragline eval sentence-rows --source DIR [--include GLOB] --golden FILE --ranker --out ROWS.json
     python -m evals.studies.answer_sentences fit --xquad ../shared/corpora/xquad --golden ROWS.json [--ranker]
     python -m evals.studies.answer_sentences judge --xquad ../shared/corpora/xquad --out FILE.json
     python -m evals.studies.answer_sentences table RUN.json [RUN.log] ...   (`ragline eval answers` runs)
@@ -117,13 +117,11 @@ def fit(x: np.ndarray, y: np.ndarray, l2: float = 1.0, steps: int = 30, weight: 
     return w
 
 
-def golden_rows(source: str, include: Sequence[str] | None, golden: Path, ranker: bool) -> dict[str, Any]:
-    """Candidate sentences of the golden set's tuning questions, from the passages the pipeline's generator
-    reads (recorded as `asked.answer` is called), labelled by the question's evidence and facts."""
-    from pipelines.golden_sets import load_golden, split_halves
-    from pipelines.settings import Settings
-    from query_graph.service import QueryFailed, QueryService
-    from ragline.cli.eval import _with, eval_settings, opened_index
+def golden_rows(service: Any, questions: Sequence[Any], ranker: Any = None) -> dict[str, Any]:
+    """Candidate sentences of golden questions (give it the tuning half), from the passages the pipeline's
+    generator reads (recorded as `asked.answer` is called), labelled by the question's evidence and facts.
+    `service`: a `QueryService` over the set's index; `ranker`: the sentence ranker's scores, or None."""
+    from query_graph.service import QueryFailed
 
     seen: list[Sequence[Chunk]] = []
     original = asked.answer
@@ -133,29 +131,25 @@ def golden_rows(source: str, include: Sequence[str] | None, golden: Path, ranker
         return original(question, chunks, *args, **kwargs)
 
     asked.answer = recording  # type: ignore[assignment]
-    out: dict[str, Any] = {"x": [], "y": [], "questions": 0}
+    out: dict[str, Any] = {"x": [], "y": [], "questions": 0, "features": list(asked.FEATURES)}
     try:
-        settings = eval_settings(Settings(), source, include, None, None, None)
-        with opened_index(settings, open_vectors=False) as opened:
-            service = QueryService(_with(settings, cache_prefix=f"study-{golden.stem}"), opened.stores)
-            ranker_fn = service.back.reranker().scores if ranker else None
-            for q in split_halves(load_golden(golden))["tuning"]:
-                if q.expected != "answer":
-                    continue
-                seen.clear()
-                try:
-                    service.answer(q.question, variants={"sentence_ranker": "asked"})
-                except QueryFailed:
-                    continue
-                if not seen:
-                    continue
-                wanted = [normalise(e) for e in q.evidence] + [normalise(f) for f in q.facts if len(f.split()) >= 3]
-                found = asked.candidates(q.question, seen[-1], words=WORDS, language="en", ranker=ranker_fn)
-                labels = [float(any(w in normalise(c.sentence.text) for w in wanted)) for c in found]
-                if any(labels):
-                    out["x"].extend(list(c.features) for c in found)
-                    out["y"].extend(labels)
-                    out["questions"] += 1
+        for q in questions:
+            if q.expected != "answer":
+                continue
+            seen.clear()
+            try:
+                service.answer(q.question, variants={"sentence_ranker": "asked"})
+            except QueryFailed:
+                continue
+            if not seen:
+                continue
+            wanted = [normalise(e) for e in q.evidence] + [normalise(f) for f in q.facts if len(f.split()) >= 3]
+            found = asked.candidates(q.question, seen[-1], words=WORDS, language="en", ranker=ranker)
+            labels = [float(any(w in normalise(c.sentence.text) for w in wanted)) for c in found]
+            if any(labels):
+                out["x"].extend(list(c.features) for c in found)
+                out["y"].extend(labels)
+                out["questions"] += 1
     finally:
         asked.answer = original  # type: ignore[assignment]
     return out
@@ -249,12 +243,10 @@ def table(paths: Sequence[str]) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m evals.studies.answer_sentences")
-    parser.add_argument("action", choices=["fit", "judge", "golden", "table"])
+    parser.add_argument("action", choices=["fit", "judge", "table"])
     parser.add_argument("runs", nargs="*", help="table: `ragline eval answers` outputs, each optionally with its log")
     parser.add_argument("--xquad")
-    parser.add_argument("--source")
-    parser.add_argument("--include", action="append")
-    parser.add_argument("--golden", action="append", help="golden: the set; fit: rows written by `golden`")
+    parser.add_argument("--golden", action="append", help="rows written by `ragline eval sentence-rows`")
     parser.add_argument("--l2", type=float, default=1.0)
     parser.add_argument("--limit", type=int)
     parser.add_argument("--half", choices=["all", "tuning", "held_out"], default="all")
@@ -263,11 +255,6 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.action == "table":
         print("\n".join(table(args.runs)))
-        return 0
-    if args.action == "golden":
-        rows_out = golden_rows(args.source, args.include, Path(args.golden[0]), args.ranker)
-        Path(args.out).write_text(json.dumps(rows_out) + "\n", encoding="utf-8")
-        print(f"{rows_out['questions']} questions, {len(rows_out['y'])} sentences, {int(sum(rows_out['y']))} positive")
         return 0
     halves = load(Path(args.xquad))
     if args.limit:

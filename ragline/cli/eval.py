@@ -380,6 +380,31 @@ def cmd_eval_lanes(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_eval_sentence_rows(args: argparse.Namespace) -> int:
+    """The candidate sentences of a golden set's tuning questions, as the `asked` selection reads them, for
+    `python -m evals.studies.answer_sentences fit --golden FILE` (evals/studies/answer_sentences.py)."""
+    import uuid
+
+    from evals.golden import restrict_to_half
+    from evals.studies.answer_sentences import golden_rows
+    from query_graph.service import QueryService
+
+    base = Settings()
+    try:
+        settings = eval_settings(base, args.source, args.include, args.exclude, args.strategy, args.embedding_model)
+        questions = restrict_to_half(_golden(args.golden), "tuning")
+        with opened_index(settings, open_vectors=False) as opened:
+            service = QueryService(_with(settings, cache_prefix=f"rows-{uuid.uuid4().hex[:12]}"), opened.stores)
+            ranker = service.back.reranker().scores if args.ranker else None
+            rows = golden_rows(service, questions, ranker)
+    except (ValueError, OSError, RuntimeError) as exc:
+        print(f"ragline eval: {exc}", file=sys.stderr)
+        return 1
+    _write(args.out, rows)
+    print(f"{rows['questions']} questions, {len(rows['y'])} sentences, {int(sum(rows['y']))} positive")
+    return 0
+
+
 def cmd_eval_sentences(args: argparse.Namespace) -> int:
     from evals.studies.sentence_ranking import answerers, evaluate_sentence_rankers, load_questions
     from pipelines.retrieval.rerank import CrossEncoderReranker
@@ -441,6 +466,14 @@ def register(commands: Any) -> None:
     lanes.add_argument("--out", required=True)
     lanes.set_defaults(func=cmd_eval_lanes)
 
+    rows = actions.add_parser(
+        "sentence-rows",
+        help="candidate sentences of a golden set's tuning questions (evals/studies/answer_sentences.py)",
+    )
+    _source_args(rows)
+    rows.add_argument("--ranker", action="store_true", help="with the packaged cross-encoder's scores as features")
+    rows.add_argument("--out", required=True)
+    rows.set_defaults(func=cmd_eval_sentence_rows)
     sentences = actions.add_parser(
         "sentences", help="the extractive answer's sentence rankers on XQuAD (evals/studies/sentence_ranking.py)"
     )
