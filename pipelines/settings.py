@@ -210,10 +210,12 @@ class Settings(BaseSettings):
     crag_rerank_lower: float = Field(0.05, description="CRAG: top reranker probability below this rewrites.")
     crag_rerank_upper: float = Field(0.50, description="CRAG: top reranker probability at or above this generates.")
     generator: Literal["extractive", "litellm"] = Field("extractive", description="Generator variant.")
-    sentence_ranker: Literal["lexical", "cross_encoder"] = Field(
-        "lexical",
-        description="What orders an extractive answer's qualifying sentences: their coverage of the question's "
-        "words, or the packaged cross-encoder (English questions; others keep the lexical order).",
+    sentence_ranker: Literal["asked", "lexical", "cross_encoder"] = Field(
+        "asked",
+        description="How an extractive answer chooses its sentences: by what the question asks (`asked`: a "
+        "logistic model over the sentence's coverage, the kind of value it holds and the cross-encoder's score), "
+        "by their coverage of the question's words (`lexical`), or by the packaged cross-encoder's order "
+        "(`cross_encoder`; English questions, others keep the lexical order).",
     )
     answer_analyzer: Literal["plain", "snowball"] = Field(
         "snowball",

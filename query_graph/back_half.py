@@ -88,7 +88,7 @@ class BackHalf:
                 {**variants, **answer_settings(s), "top_k": top_k, "code": code_digest()}, sort_keys=True
             ),
         }
-        if variants["rerank"] == "cross_encoder" or variants["sentence_ranker"] == "cross_encoder":
+        if variants["rerank"] == "cross_encoder" or variants["sentence_ranker"] in ("cross_encoder", "asked"):
             inputs["reranker"] = self.reranker()  # RerankUnavailable when its file is missing or altered
         if variants["generator"] == "litellm" or variants["verify"] in ("llm", "llm_score"):
             inputs["llm_harness"] = self.harness()

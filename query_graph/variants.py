@@ -22,7 +22,7 @@ VARIANTS: dict[str, tuple[str, ...]] = {
     "coverage": ("vocabulary", "off"),
     "crag": ("graded", "off"),
     "generator": ("extractive", "litellm"),
-    "sentence_ranker": ("lexical", "cross_encoder"),
+    "sentence_ranker": ("asked", "lexical", "cross_encoder"),
     "answer_analyzer": ("plain", "snowball"),
     "verify": ("off", "lexical", "llm"),
 }

@@ -11,6 +11,7 @@ from typing import Any
 from hamilton.function_modifiers import config
 
 from pipelines.adapters.llm_harness import LLMHarness
+from pipelines.answering import asked
 from pipelines.answering.citations import CitationError, UncitedAnswer, ValidatedSentence, markers
 from pipelines.answering.extractive import SentenceRanker, extract_answer
 from pipelines.answering.litellm_generator import CLARIFY, NO_ANSWER, Passage, attach_citation, build_messages, classify
@@ -52,6 +53,15 @@ def answer_sentence_ranker__cross_encoder(
     return reranker.scores if guardrail_language.language == "en" else None
 
 
+@config.when(sentence_ranker="asked")
+def answer_sentence_ranker__asked(
+    reranker: CrossEncoderReranker, guardrail_language: LanguageGuess
+) -> SentenceRanker | None:
+    """The `asked` selection (pipelines/answering/asked.py) reads the cross-encoder's score of each candidate
+    as two of its features, for English questions (the cross-encoder's language); others go without."""
+    return reranker.scores if guardrail_language.language == "en" else None
+
+
 @config.when(answer_analyzer="plain")
 def answer_words__plain() -> Analyzer:
     """Sentences and question compared word by word as written ("adding" is not "add")."""
@@ -75,7 +85,19 @@ def draft_answer__extractive(
     answer_sentence_ranker: SentenceRanker | None,
     answer_words: Analyzer,
     guardrail_language: LanguageGuess,
+    sentence_ranker: str,
 ) -> Draft:
+    if sentence_ranker == "asked":
+        text, _ = asked.answer(
+            question,
+            [c.chunk for c in context_candidates],
+            max_sentences=answer_sentences,
+            min_score=min_answer_score,
+            words=answer_words,
+            language=guardrail_language.language,
+            ranker=answer_sentence_ranker,
+        )
+        return Draft(text=text, generator="extractive", kind="answer" if text else "no_answer", sentence_ranker="asked")
     text, _ = extract_answer(
         question,
         [c.chunk for c in context_candidates],
