@@ -1,8 +1,9 @@
 """HTML pages to Markdown with the standard library's parser: the main content only.
 
 Boilerplate goes: `nav`, `header`, `footer`, `aside`, `script`, `style`, `form`, `noscript`, and any
-element whose id or class names navigation, breadcrumbs, sidebars, cookie banners or feedback
-widgets. When the page has a `<main>` or `<article>`, only that is kept.
+element whose id, class or role has a word that starts with a name of navigation, breadcrumbs, sidebars,
+cookie banners, feedback widgets or heading permalinks. When the page has a `<main>` or `<article>`, only
+that is kept.
 """
 
 from __future__ import annotations
@@ -11,7 +12,16 @@ import re
 from html.parser import HTMLParser
 
 _DROP_TAGS = {"nav", "header", "footer", "aside", "script", "style", "form", "noscript", "svg", "button", "template"}
-_DROP_HINTS = re.compile(r"nav|menu|breadcrumb|sidebar|toc|cookie|feedback|rating|helpful|footer|banner|skip", re.I)
+# A hint names boilerplate when a word of an element's class, role or id starts with it ("navbar", "bd-sidebar",
+# "pst-skip-link"), never when it sits inside a word: "generating" holds "rating", "protocol" holds "toc".
+# `headerlink` is the permalink sign ("#", "¶") Sphinx and MkDocs put after a heading.
+_DROP_HINTS = re.compile(
+    r"(?<![a-z0-9])(?:nav|menu|breadcrumb|sidebar|toc|cookie|feedback|rating|helpful|footer|banner|skip|headerlink)",
+    re.I,
+)
+# The id of a section, a heading or a definition term is a slug of its own text (Sphinx writes
+# `<section id="skipping-tests">`, API docs `<dt id="pkg.module.name">`): content, never read for hints.
+_TEXT_IDS = {"section", "h1", "h2", "h3", "h4", "h5", "h6", "dt"}
 _VOID = {"br", "hr", "img", "input", "meta", "link", "area", "base", "col", "embed", "source", "track", "wbr"}
 _BLOCKS = {"p", "div", "section", "li", "dt", "dd", "blockquote", "tr", "table", "ul", "ol", "dl", "figure"}
 
@@ -41,7 +51,8 @@ class _Converter(HTMLParser):
             if tag == "br" and not self._skip:
                 self._emit("\n")
             return
-        names = " ".join(v or "" for k, v in attrs if k in ("id", "class", "role"))
+        read = ("class", "role") if tag in _TEXT_IDS else ("id", "class", "role")
+        names = " ".join(v or "" for k, v in attrs if k in read)
         drop = tag in _DROP_TAGS or bool(names and _DROP_HINTS.search(names) and tag not in ("main", "article"))
         self._stack.append((tag, drop))
         if drop:

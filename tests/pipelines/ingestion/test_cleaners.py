@@ -84,6 +84,33 @@ harbor status</code></pre>
     assert clean_document(page("docs/ports", html)).title == "Ports"
 
 
+def test_html_boilerplate_hints_are_words_not_parts_of_words() -> None:
+    """A Sphinx page (pydata theme): each section carries its heading's slug as its id, and a slug may hold a
+    boilerplate name inside a word (gene*rating*, pro*toc*ol) or start with one (skipping). The sections stay;
+    the sidebars, the skip link and the heading permalinks go."""
+    html = """<!DOCTYPE html><html><head><title>Migrations</title></head><body>
+    <a id="pst-skip-link" class="skip-link" href="#main-content">Skip to main content</a>
+    <div class="bd-sidebar-primary bd-sidebar" id="pst-primary-sidebar">Tutorial Cookbook API</div>
+    <div class="navbar-nav">Versions</div><div class="related" role="navigation">next | previous</div>
+    <main id="main-content" class="bd-main" role="main"><article class="bd-article">
+    <section id="auto-generating-migrations"><h1>Auto Generating Migrations<a class="headerlink" href="#x">#</a></h1>
+    <p>Alembic can compare the database against the models.</p>
+    <section id="using-the-wire-protocol"><h2>Using the wire protocol<a class="headerlink" href="#y">¶</a></h2>
+    <p>The protocol is described here.</p></section>
+    <section id="skipping-tests"><h2 id="skipping-tests-heading">Skipping tests</h2><p>Mark them.</p></section>
+    <dl><dt id="pkg.navigate">navigate()</dt><dd>Moves to a revision.</dd></dl>
+    </section></article>
+    <div class="bd-sidebar-secondary"><nav class="bd-toc-nav">On this page</nav></div></main></body></html>"""
+    clean = clean_document(page("autogenerate.html", html))
+    text = clean.text
+    assert clean.title == "Auto Generating Migrations"
+    assert text.startswith("# Auto Generating Migrations\n\nAlembic can compare the database against the models.")
+    assert "## Using the wire protocol\n\nThe protocol is described here." in text
+    assert "## Skipping tests\n\nMark them." in text and "navigate()" in text and "Moves to a revision." in text
+    for boilerplate in ("Skip to main content", "Cookbook", "Versions", "previous", "On this page", "Migrations#", "¶"):
+        assert boilerplate not in text, boilerplate
+
+
 def test_restructuredtext_basics() -> None:
     rst = """=======
 Harbor
