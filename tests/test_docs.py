@@ -86,7 +86,7 @@ QUESTIONS = [
     ("What does BM25 feedback add to the query?", "architecture.md configuration.md"),
     (
         "How does ragline retrieve a second page for a question that asks two things?",
-        "architecture.md configuration.md",
+        "architecture.md configuration.md decisions/bridge-hop.md",
     ),
     ("How does the extractive answer treat a question that asks two things?", "architecture.md"),
     (
@@ -117,7 +117,7 @@ QUESTIONS = [
     ("How do I call the API from Python?", "api.md"),
     ("What happens when the language model is down?", "language-models.md operations.md"),
     ("Which models are packaged with ragline?", "architecture.md"),
-    ("What is evidence@5?", "operations.md"),
+    ("What is evidence@5?", "operations.md benchmarks.md"),
     ("How long does an evaluation take?", "operations.md"),
     ("Can ragline index a website?", "configuration.md"),
     ("Why did ragline say it doesn't know?", "operations.md"),
