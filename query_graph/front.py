@@ -2,30 +2,31 @@
 
     guardrails (+ clarify) -> exact cache -> query embedding + topic gate -> semantic cache -> answer phase
 
-Each stage is one execution of the same Hamilton graph; everything a stage computed (its intermediate
-nodes too) is handed to the next ones as overrides, so no node runs twice (the answer phase reuses the
-query embedding). A stage runs from a plan worked out on its first use (`StagePlan`): `driver.execute`
-would otherwise redo the graph walk, the run id and the pruning bookkeeping on every call, which cost
-three times what the guardrail and exact-cache nodes themselves do on a cache hit. A refusal
-or a clarification returns before any cache, model or store is touched, a cache hit before any model,
-and an off-topic question after one embedding and one dot product. Refusals, clarifications and
-topic-gate abstentions are never cached.
+The early exits are control flow, not dataflow: the front calls its node functions (plain functions of
+query_graph/nodes/) itself, each argument bound by name as Hamilton binds it (an earlier node's value,
+else the graph input of that name, else the parameter's default), each call timed under its node's
+name as the driver's `NodeTimer` times it. The graph inputs a stage reads are checked on every run,
+with the driver's own check (`port_inputs.accepts`) and Hamilton's error messages. Everything the front
+computed is handed to the answer phase (one `driver.execute`) as overrides, so no node runs twice (the
+answer phase reuses the query embedding). A refusal or a clarification returns before any cache,
+model or store is touched, a cache hit before any model, and an off-topic question after one
+embedding and one dot product. Refusals, clarifications and topic-gate abstentions are never cached.
+
+The front nodes are nodes of every driver too (no variant changes them; tests/query_graph/test_front_plan.py
+checks that), so the answer phase's graph is the same graph.
 """
 
 from __future__ import annotations
 
 import inspect
-import itertools
 import threading
 import time
-import types
 import typing
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 import structlog
-from hamilton import driver, node
-from hamilton.execution.graph_functions import combine_config_and_inputs, execute_lifecycle_for_node
 
 from pipelines.adapters.redis_cache import CacheUnavailable
 from pipelines.adapters.registry import IndexVersion
@@ -37,120 +38,116 @@ from pipelines.guardrails.vagueness import Vagueness, clarifying_question
 from pipelines.ingestion import dense_units
 from pipelines.ports import Cache, Embedder, VectorIndex
 from pipelines.settings import Settings
+from query_graph.nodes import cache, gate, guardrails, retrieval
 from query_graph.nodes.cache import CacheLookup, SemanticSetup
 from query_graph.nodes.gate import TopicSetup
+from query_graph.port_inputs import accepts
+from query_graph.timing import timed
 
 log = structlog.get_logger(__name__)
 
-FRONT_STAGES: tuple[tuple[str, ...], ...] = (
-    ("guardrail_verdict", "vagueness"),
-    ("cache_namespace", "exact_cache_key", "exact_cache_lookup"),
-    ("query_embedding", "topic_gate"),
-    ("semantic_namespace", "semantic_cache_lookup"),
-)
 NO_ANSWER = "I don't know: the documents do not cover this question."
 _RETRY_SHARD_SECONDS = 60.0
 
 
-_run_ids = itertools.count()
+@dataclass(frozen=True)
+class _Call:
+    name: str
+    fn: Callable[..., Any]
+    params: tuple[str, ...]
 
 
 @dataclass(frozen=True)
-class StagePlan:
-    """One stage of one driver for one set of input and override names: the function nodes to call in
-    the order `driver.execute` calls them, each with the names of the arguments it gets, and the input
-    nodes whose values Hamilton's input check (the driver's adapters included) looks at on every run.
+class _Input:
+    """A graph input some nodes of a stage read: its types (one per reading parameter), whether any of
+    them lacks a default, and which nodes read it."""
 
-    Nodes run through Hamilton's own `execute_lifecycle_for_node`, so the node hooks (per-node timings)
-    and Hamilton's error logging are those of `driver.execute`. A driver whose adapters hook the graph
-    run itself (pre/post graph execute, remote execution) is not planned: it runs through `execute`."""
+    name: str
+    types: tuple[Any, ...]
+    required: bool
+    users: tuple[str, ...]
 
-    graph: driver.Driver
-    outputs: tuple[str, ...]
-    steps: tuple[tuple[node.Node, tuple[str, ...]], ...]
-    nodes: frozenset[node.Node]
-    user_nodes: frozenset[node.Node]
-    # When Hamilton's verdict on every input depends only on the type of its value (and of a sequence's
-    # first item), an input check that passed for those types is not repeated: the adapter dispatch of
-    # the check costs more than the guardrail nodes. A Literal-typed input is checked on every run.
-    by_type: bool = False
-    checked: set[tuple[type, ...]] = field(default_factory=set, compare=False, hash=False)
+
+@dataclass(frozen=True)
+class Stage:
+    """Front nodes in the order they run; an early exit may follow the last one."""
+
+    calls: tuple[_Call, ...]
+    inputs: tuple[_Input, ...]
 
     @classmethod
-    def build(
-        cls, graph: driver.Driver, outputs: tuple[str, ...], inputs: dict[str, Any], overrides: dict[str, Any]
-    ) -> StagePlan | None:
-        adapter = graph.adapter
-        if any(adapter.does_hook(h, is_async=False) for h in ("pre_graph_execute", "post_graph_execute")) or (
-            adapter.does_method("do_remote_execute", is_async=False)
-        ):
-            return None
-        fg = graph.graph
-        nodes, user_nodes = fg.get_upstream_nodes(list(outputs), inputs, overrides)
-        graph.graph_executor.validate(list(nodes | user_nodes))
-        given = set(fg.config) | set(inputs) | set(overrides)
-        steps: list[tuple[node.Node, tuple[str, ...]]] = []
-        seen: set[str] = set()
-
-        def visit(n: node.Node) -> None:  # the depth-first order of Hamilton's execute_subdag
-            if n.name in seen or n.name in overrides or n.user_defined:
-                return
-            seen.add(n.name)
-            for dep in n.dependencies:
-                visit(dep)
-            # An optional input nobody gave is left out, so the function's default applies (as in Hamilton).
-            args = tuple(d.name for d in n.dependencies if d.name in given or not d.user_defined)
-            steps.append((n, args))
-
-        for name in outputs:
-            if name in fg.nodes:
-                visit(fg.nodes[name])
-        by_type = all(_checked_by_type(n.type) for n in user_nodes)
-        return cls(graph, outputs, tuple(steps), frozenset(nodes), frozenset(user_nodes), by_type)
-
-    def run(self, inputs: dict[str, Any], overrides: dict[str, Any]) -> dict[str, Any]:
-        """Every node the stage computed (its outputs and what they were computed from)."""
-        fg, adapter = self.graph.graph, self.graph.adapter
-        given = combine_config_and_inputs(fg.config, inputs)
-        if not self.by_type:
-            driver.Driver.validate_inputs(fg, adapter, self.user_nodes, inputs, self.nodes)
-        else:
-            shapes = tuple(_shape(given.get(n.name, _ABSENT)) for n in self.user_nodes)
-            if shapes not in self.checked:
-                driver.Driver.validate_inputs(fg, adapter, self.user_nodes, inputs, self.nodes)
-                self.checked.add(shapes)
-        values = {**given, **overrides}
-        run_id, computed = f"front-{next(_run_ids)}", {}
-        for n, args in self.steps:
-            kwargs = {a: values[a] for a in args}
-            computed[n.name] = values[n.name] = execute_lifecycle_for_node(
-                __node_=n, __adapter=adapter, __run_id=run_id, __task_id=None, **kwargs
+    def of(cls, fns: tuple[Callable[..., Any], ...], node_names: frozenset[str]) -> Stage:
+        calls, found = [], dict[str, list[tuple[Any, bool, str]]]()
+        for fn in fns:
+            hints = typing.get_type_hints(fn)
+            params = inspect.signature(fn).parameters.values()
+            calls.append(_Call(fn.__name__, fn, tuple(p.name for p in params)))
+            for p in params:
+                if p.name not in node_names:
+                    found.setdefault(p.name, []).append((hints[p.name], p.default is p.empty, fn.__name__))
+        inputs = tuple(
+            _Input(
+                name,
+                tuple(dict.fromkeys(t for t, _, _ in uses)),
+                any(r for _, r, _ in uses),
+                tuple(u for _, _, u in uses),
             )
-        for name in self.outputs:
-            computed.setdefault(name, values.get(name))
-        return computed
+            for name, uses in found.items()
+        )
+        return cls(tuple(calls), inputs)
+
+    @property
+    def names(self) -> tuple[str, ...]:
+        return tuple(c.name for c in self.calls)
+
+    def check(self, inputs: Mapping[str, Any], overrides: Mapping[str, Any]) -> None:
+        """Hamilton's input check for what this stage reads: present unless optional, of the declared type."""
+        errors = []
+        for spec in self.inputs:
+            if spec.name in overrides:
+                continue
+            if spec.name not in inputs:
+                if spec.required:
+                    errors.append(f"Error: Required input {spec.name} not provided for nodes: {list(spec.users)}.")
+                continue
+            value = inputs[spec.name]
+            for t in spec.types:
+                if not accepts(t, value):
+                    errors.append(
+                        f"Error: Type requirement mismatch. Expected {spec.name}:{t} got {value}:{type(value)} instead."
+                    )
+        if errors:
+            errors.sort()
+            raise ValueError(f"{len(errors)} errors encountered: \n  " + "\n  ".join(errors))
+
+    def run(self, inputs: Mapping[str, Any], overrides: Mapping[str, Any], values: dict[str, Any]) -> None:
+        """Each node's value into `values` (an overridden node's too); arguments by name: an override,
+        an earlier node's value, the graph input; none of them (an optional input): the default."""
+        self.check(inputs, overrides)
+        for call in self.calls:
+            if call.name in overrides:
+                values[call.name] = overrides[call.name]
+                continue
+            kwargs = {}
+            for p in call.params:
+                if p in overrides:
+                    kwargs[p] = overrides[p]
+                elif p in values:
+                    kwargs[p] = values[p]
+                elif p in inputs:
+                    kwargs[p] = inputs[p]
+            values[call.name] = timed(call.name, call.fn, kwargs)
 
 
-_ABSENT = object()
-
-
-def _checked_by_type(t: Any) -> bool:
-    """Whether Hamilton's input check (and the port check of query_graph/port_inputs.py) of a value
-    for a node of type `t` depends on nothing but the value's type, and a sequence's first item's."""
-    origin, args = typing.get_origin(t), typing.get_args(t)
-    if t is Any or (inspect.isclass(t) and origin is None):
-        return True  # a class or a runtime Protocol: isinstance
-    if origin in (typing.Union, types.UnionType):
-        return all(_checked_by_type(a) for a in args)
-    if origin in (list, tuple):
-        return all(inspect.isclass(a) and typing.get_origin(a) is None for a in args)
-    return False  # Literal (the value itself), nested generics, type variables: check every value
-
-
-def _shape(value: Any) -> tuple[type, ...]:
-    if type(value) in (list, tuple):
-        return (type(value), type(value[0]) if value else type(None))
-    return (type(value),)
+_STAGE_FUNCTIONS: tuple[tuple[Callable[..., Any], ...], ...] = (
+    (guardrails.guardrail_language, guardrails.guardrail_verdict, guardrails.vagueness),
+    (cache.normalized_question, cache.cache_namespace, cache.exact_cache_key, cache.exact_cache_lookup),
+    (retrieval.query_embedding, gate.topic_gate),
+    (cache.semantic_namespace, cache.semantic_cache_lookup),
+)
+_FRONT_NAMES = frozenset(fn.__name__ for stage in _STAGE_FUNCTIONS for fn in stage)
+STAGES: tuple[Stage, ...] = tuple(Stage.of(fns, _FRONT_NAMES) for fns in _STAGE_FUNCTIONS)
+FRONT_STAGES: tuple[tuple[str, ...], ...] = tuple(stage.names for stage in STAGES)
 
 
 @dataclass
@@ -201,7 +198,6 @@ class FrontHalf:
         self.embedder, self.cache = embedder, cache
         self.centroids = Centroids(settings.data_dir)
         self._semantic: dict[str, tuple[float, SemanticSetup]] = {}
-        self._plans: dict[tuple[Any, ...], StagePlan | None] = {}
         self._lock = threading.Lock()
         log.info(
             "front_thresholds",
@@ -246,28 +242,15 @@ class FrontHalf:
             self._semantic[version] = (time.monotonic(), setup)
             return setup
 
-    def run(self, graph: driver.Driver, inputs: dict[str, Any], overrides: dict[str, Any] | None) -> FrontResult:
-        front = FrontResult(inputs)
-        for stage in FRONT_STAGES:
-            given = {**(overrides or {}), **front.values}
-            plan = self._plan(graph, stage, inputs, given)
-            if plan is None:
-                front.values.update(graph.execute(list(stage), inputs=inputs, overrides=given))
-            else:
-                front.values.update(plan.run(inputs, given))
+    def run(self, inputs: dict[str, Any], overrides: dict[str, Any] | None = None) -> FrontResult:
+        """The front stages up to the first early exit (`FrontResult.early`), or all of them."""
+        front, given = FrontResult(inputs), overrides or {}
+        for stage in STAGES:
+            stage.run(inputs, given, front.values)
             front.early = self._early(front, inputs)
             if front.early is not None:
                 break
         return front
-
-    def _plan(
-        self, graph: driver.Driver, stage: tuple[str, ...], inputs: dict[str, Any], overrides: dict[str, Any]
-    ) -> StagePlan | None:
-        # Which nodes run depends only on the driver, the stage and which names are given, not on values.
-        key = (graph, stage, frozenset(inputs), frozenset(overrides))
-        if key not in self._plans:
-            self._plans[key] = StagePlan.build(graph, stage, inputs, overrides)
-        return self._plans[key]
 
     def _early(self, front: FrontResult, inputs: dict[str, Any]) -> dict[str, Any] | None:
         v = front.values

@@ -1,4 +1,5 @@
-"""A Hamilton lifecycle adapter that times every node of every request.
+"""Per-node timings of every request: a Hamilton lifecycle adapter for the nodes the driver runs, and
+`timed` for those the front of the graph calls itself (query_graph/front.py); both write the same keys.
 
 The driver is built once and shared by concurrent requests, so timings go into a per-request dict
 held in a context variable that the caller sets before executing.
@@ -8,13 +9,16 @@ from __future__ import annotations
 
 import contextvars
 import time
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from hamilton.lifecycle import NodeExecutionHook
 
 current_timings: contextvars.ContextVar[dict[str, float] | None] = contextvars.ContextVar(
     "ragline_node_timings", default=None
 )
+T = TypeVar("T")
+
 _starts: contextvars.ContextVar[dict[str, float] | None] = contextvars.ContextVar("ragline_node_starts", default=None)
 
 
@@ -31,3 +35,13 @@ class NodeTimer(NodeExecutionHook):
         if starts is None or timings is None or node_name not in starts:
             return
         timings[node_name] = round((time.perf_counter() - starts.pop(node_name)) * 1000, 3)
+
+
+def timed(node_name: str, fn: Callable[..., T], kwargs: dict[str, Any]) -> T:
+    """`fn(**kwargs)`, its time in milliseconds recorded under `node_name` as `NodeTimer` records it."""
+    started = time.perf_counter()
+    value = fn(**kwargs)
+    timings = current_timings.get()
+    if timings is not None:
+        timings[node_name] = round((time.perf_counter() - started) * 1000, 3)
+    return value
