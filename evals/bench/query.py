@@ -35,8 +35,8 @@ from pipelines.profiles import open_stores
 from pipelines.retrieval.feedback import Feedback
 from pipelines.retrieval.language_lanes import lanes
 from pipelines.retrieval.rerank import CrossEncoderReranker
+from pipelines.retrieval.retriever import RetrievalPlan
 from pipelines.settings import Settings
-from query_graph.nodes.retrieval import RetrievalPlan
 from query_graph.service import QueryService
 
 DEFAULT_GOLDEN = Path(__file__).resolve().parent.parent.parent / "shared" / "golden" / "fastapi_en.jsonl"

@@ -2,8 +2,9 @@
 
 dense = the vector store's dense search; bm25 = its sparse search; hybrid = fusion of both lists
 (`RAGLINE_FUSION`, with BM25 feedback and the bridge hop when they are on); hybrid+rerank = the hybrid
-top `rerank_depth` re-ordered by a cross-encoder. Each mode runs the query graph's own `RetrievalPlan` (query_graph/nodes/retrieval.py),
-so an evaluation measures the retrieval the server runs, lanes and all (pipelines/retrieval/language_lanes.py).
+top `rerank_depth` re-ordered by a cross-encoder. Each mode runs the retrieval engine the query graph
+runs (`RetrievalPlan`, pipelines/retrieval/retriever.py), so an evaluation measures the retrieval the
+server runs, lanes and all (pipelines/retrieval/language_lanes.py).
 The query embedding is computed once per question by the caller and shared by every mode, so a
 mode's latency is its own search, fusion and rerank time.
 """
@@ -23,10 +24,10 @@ from pipelines.retrieval import fusion
 from pipelines.retrieval.bm25 import MemoryBM25Cache
 from pipelines.retrieval.feedback import Feedback
 from pipelines.retrieval.language_lanes import Lane, lanes
+from pipelines.retrieval.retriever import RetrievalPlan
 from pipelines.retrieval.translations import Originals, OriginalsCache
 from pipelines.settings import Settings
 from pipelines.text.language import detect_question_language
-from query_graph.nodes.retrieval import RetrievalPlan
 
 MODES = ("dense", "bm25", "hybrid", "hybrid+rerank")
 

@@ -1,9 +1,14 @@
 """The retrieval smoke check before activation: evidence@5 of the shadow version on a golden file, against
-the active version's when the two are comparable (same embedding fingerprint and strategy)."""
+the active version's when the two are comparable (same embedding fingerprint and strategy).
+
+Each version is searched as the server would search it with the settings' default variants
+(pipelines/retrieval/retriever.py `ServedRetrieval`: its fusion, BM25 feedback, bridge hop, distinct
+passages and rerank, the version's own BM25 analyzer and languages), so the score that decides activation is
+the retrieval users get."""
 
 from __future__ import annotations
 
-from collections.abc import Callable, Sequence
+from collections.abc import Callable
 from pathlib import Path
 from typing import Any
 
@@ -17,31 +22,18 @@ from pipelines.ingestion import index_checks
 from pipelines.ingestion.build import BuildRequest
 from pipelines.ports import StoreUnavailable, VectorIndex
 from pipelines.profiles import Stores
-from pipelines.retrieval.fusion import reciprocal_rank_fusion
+from pipelines.retrieval.retriever import ServedRetrieval, served_profile
 from pipelines.settings import Settings
-from pipelines.text import analysis
-from pipelines.text.language import detect_question_language
 
 log = structlog.get_logger(__name__)
 
 
-def hybrid_search(
-    index: VectorIndex, request: BuildRequest, strategy: str, languages: Sequence[str], limit: int = 10
+def served_search(
+    index: VectorIndex, version: IndexVersion, settings: Settings, request: BuildRequest, strategy: str
 ) -> Callable[[str], list[Chunk]]:
-    """Dense + BM25 fused by reciprocal rank over the whole index (`languages`: the version's), the
-    question analysed in the index's language, or its own when the index holds several."""
-    embedder = load_embedder(request.embedding_model)
-
-    def search(question: str) -> list[Chunk]:
-        dense = index.dense_search(embedder.embed_query(question), 30, strategy=strategy)
-        language = languages[0] if len(languages) == 1 else detect_question_language(question).language
-        vector = analysis.query_vector(question, request.bm25_analyzer, language)
-        sparse = index.sparse_search(vector, 30, strategy=strategy)
-        by_id = {h.chunk.chunk_id: h.chunk for h in [*dense, *sparse]}
-        fused = reciprocal_rank_fusion([[h.chunk.chunk_id for h in dense], [h.chunk.chunk_id for h in sparse]])
-        return [by_id[chunk_id] for chunk_id, _ in fused[:limit]]
-
-    return search
+    """The ranked chunks the served default retrieves from `version` (opened as `index`) for a question:
+    the query graph's `reranked_candidates` with the settings' variants, embedded with the build's model."""
+    return ServedRetrieval(settings, load_embedder(request.embedding_model), index, version, strategy).chunks
 
 
 def smoke_strategy(request: BuildRequest, query_strategy: str) -> str:
@@ -60,7 +52,7 @@ def retrieval_smoke_check(
     try:
         shadow_index = stores.open_index(shadow.location)
         opened.append(shadow_index)
-        shadow_search = hybrid_search(shadow_index, request, strategy, shadow.languages)
+        shadow_search = served_search(shadow_index, shadow, settings, request, strategy)
         active_search = None
         active = stores.registry.active()
         if questions and active is not None and active.version == shadow.version:
@@ -79,7 +71,7 @@ def retrieval_smoke_check(
             try:
                 active_index = stores.open_index(active.location)
                 opened.append(active_index)
-                active_search = hybrid_search(active_index, request, strategy, active.languages)
+                active_search = served_search(active_index, active, settings, request, strategy)
             except StoreUnavailable as exc:
                 # A server holding the active shard open locks it (Qdrant Edge's WAL): compare with the
                 # score the active version recorded when it was checked, on the same golden file.
@@ -92,7 +84,7 @@ def retrieval_smoke_check(
     finally:
         for index in opened:
             index.close()
-    return {**result, "strategy": strategy}
+    return {**result, "strategy": strategy, **_profile(result, settings)}
 
 
 def _smoke_against_recorded(
@@ -104,10 +96,14 @@ def _smoke_against_recorded(
     active: IndexVersion,
     reason: str,
 ) -> dict[str, Any] | None:
-    """The smoke check against the score the active version recorded on the same golden file and
-    strategy; None when it recorded none to compare with."""
+    """The smoke check against the score the active version recorded on the same golden file, strategy and
+    retrieval settings; None when it recorded none to compare with."""
     recorded = active.checks.get("retrieval_smoke", {})
-    if recorded.get("golden") != str(golden) or recorded.get("strategy") != strategy:
+    if (
+        recorded.get("golden") != str(golden)
+        or recorded.get("strategy") != strategy
+        or recorded.get("retrieval") != served_profile(settings)
+    ):
         return None
     result = index_checks.retrieval_smoke(golden, questions, search, None, settings.smoke_margin)
     active_score = recorded.get("evidence@5")
@@ -115,4 +111,9 @@ def _smoke_against_recorded(
         result["active_evidence@5"] = active_score
         result["passed"] = result["evidence@5"] >= active_score - settings.smoke_margin
         result["compared_with"] = reason
-    return {**result, "strategy": strategy}
+    return {**result, "strategy": strategy, **_profile(result, settings)}
+
+
+def _profile(result: dict[str, Any], settings: Settings) -> dict[str, Any]:
+    """The retrieval settings of a check that scored (none for a skipped one)."""
+    return {} if "skipped" in result else {"retrieval": served_profile(settings)}

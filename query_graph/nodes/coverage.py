@@ -12,9 +12,9 @@ from collections import OrderedDict
 from hamilton.function_modifiers import config
 
 from pipelines.answering.coverage import Coverage, assess
+from pipelines.retrieval.retriever import RetrievalPlan
 from pipelines.text.analysis import Analyzer, SparseVector, analyzer, term_index
 from pipelines.text.language import LanguageGuess
-from query_graph.nodes.retrieval import RetrievalPlan
 
 
 @config.when(coverage="vocabulary")

@@ -18,9 +18,8 @@ from pipelines.answering.coverage import Coverage
 from pipelines.answering.crag import Bands, action, knowledge_strips, rewrite_query
 from pipelines.ports import VectorIndex
 from pipelines.retrieval.rerank import probability
+from pipelines.retrieval.retriever import Candidate, RerankPlan, RetrievalPlan, neighbours_of
 from pipelines.text.analysis import Analyzer
-from query_graph.nodes.rerank import RerankPlan, _neighbours_of
-from query_graph.nodes.retrieval import Candidate, RetrievalPlan
 
 log = structlog.get_logger(__name__)
 GRADES = {"generate": "correct", "refine": "ambiguous", "rewrite": "incorrect"}
@@ -123,7 +122,7 @@ def context_candidates(
         return []
     context = crag_outcome.candidates
     if neighbours:
-        context = _neighbours_of(context, vector_index)
+        context = neighbours_of(context, vector_index)
     if crag_outcome.refine:
         context = [
             replace(

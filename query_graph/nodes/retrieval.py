@@ -1,295 +1,24 @@
-"""Retrieval nodes: query embedding, dense and BM25 candidates, and their fusion.
+"""Retrieval nodes: query embedding, dense and BM25 candidates, and their fusion, as thin functions over
+the retrieval engine (pipelines/retrieval/retriever.py).
 
 Variants (config, overridable per request): `retrieval` = hybrid | dense | bm25, `bm25_engine` =
 qdrant (sparse vectors with IDF) | memory (rank-bm25 over the shard's payloads), `fusion` = rrf |
-weighted_rrf | dbsf, `language_route` = question_and_source | question | all (the languages searched,
-pipelines/retrieval/language_lanes.py). The same choices are bundled into a `RetrievalPlan`, so CRAG can run the
-whole retrieval again for a rewritten query without a second graph.
-
-Each retriever returns one list per lane (a single lane for an index of one language); each lane's lists
-are fused on their own, a source lane puts the originals of the question lane's hits first, and the lanes'
-fused lists are interleaved (pipelines/retrieval/language_lanes.py `fuse_lanes`).
+weighted_rrf | dbsf | convex, `language_route` = question_and_source | question | all (the languages
+searched, pipelines/retrieval/language_lanes.py). The same choices are bundled into a `RetrievalPlan`, so
+CRAG can run the whole retrieval again for a rewritten query without a second graph.
 """
 
 from __future__ import annotations
 
-from dataclasses import dataclass, field, replace
-
 import numpy as np
 from hamilton.function_modifiers import config
 
-from pipelines.documents import Chunk, chunk_key
 from pipelines.guardrails.screen import Verdict
-from pipelines.ports import Embedder, Ranked, StoreUnavailable, VectorIndex
-from pipelines.retrieval.bm25 import MemoryBM25, MemoryBM25Cache
-from pipelines.retrieval.bridge_hop import asks_two, second_hop
-from pipelines.retrieval.feedback import Feedback
-from pipelines.retrieval.language_lanes import Lane, fuse_lanes, lanes
-from pipelines.retrieval.translations import Originals, OriginalsCache
-from pipelines.text import analysis
-
-
-@dataclass(frozen=True)
-class Candidate:
-    chunk: Chunk
-    fused_rank: int
-    fused_score: float
-    dense_rank: int | None
-    dense_score: float | None
-    bm25_rank: int | None
-    bm25_score: float | None
-    rerank_score: float | None = None
-    neighbour_of: str | None = None  # set on a chunk added only because it is adjacent to a hit
-    bridge_of: str | None = None  # set on a second-hop chunk: the hit whose heading named its bridge
-    bridge: str | None = None  # ... and that identifier (pipelines/retrieval/bridge_hop.py)
-
-    def as_dict(self) -> dict[str, object]:
-        c = self.chunk
-        out: dict[str, object] = {
-            "chunk_id": c.chunk_id,
-            "document_id": c.document_id,
-            "title": c.title,
-            "anchor": c.anchor,
-            "heading_path": c.heading_path,
-            "source_uri": c.source_uri,
-            "language": c.language,
-            "fused_rank": self.fused_rank,
-            "fused_score": round(self.fused_score, 6),
-            "dense_rank": self.dense_rank,
-            "dense_score": None if self.dense_score is None else round(self.dense_score, 6),
-            "bm25_rank": self.bm25_rank,
-            "bm25_score": None if self.bm25_score is None else round(self.bm25_score, 6),
-        }
-        if self.rerank_score is not None:
-            out["rerank_score"] = round(self.rerank_score, 6)
-        if self.neighbour_of is not None:
-            out["neighbour_of"] = self.neighbour_of
-        if self.bridge_of is not None:
-            out["bridge_of"] = self.bridge_of
-            out["bridge"] = self.bridge
-        return out
-
-
-@dataclass(frozen=True)
-class RetrievalPlan:
-    """Everything one retrieval pass needs, fixed for a request."""
-
-    retrieval: str
-    bm25_engine: str
-    fusion: str
-    embedder: Embedder | None  # None: a plan that is only given questions already embedded (`search`)
-    vector_index: VectorIndex
-    bm25_memory: MemoryBM25Cache
-    index_version: str
-    strategy: str | None  # None: every strategy the index holds
-    lanes: tuple[Lane, ...]
-    candidates: int
-    keep: int  # candidates kept after fusion (the rerank depth when a reranker follows)
-    rrf_k: int
-    fusion_weights: tuple[float, ...]
-    bm25_analyzer: str = "plain"  # the active index version's, so questions are analysed as its chunks were
-    originals: Originals | None = None  # translated chunk -> its original, when a lane lists originals
-    feedback: Feedback = field(
-        default_factory=Feedback
-    )  # BM25 feedback (pipelines/retrieval/feedback.py); off by default
-    bridge_depth: int = 0  # the list the generator reads (top_k), where a second hop looks; 0: no second hop
-    bridge_sources: int = 3  # the first hits whose headings may name a bridge (pipelines/retrieval/bridge_hop.py)
-    distinct: bool = False  # pass over a hit whose passage lies inside a better hit's (`kept_hits`)
-
-    def dense(self, embedding: np.ndarray) -> list[list[Ranked]]:
-        return [
-            self.vector_index.dense_ranked(embedding, self.candidates, self.strategy, lane.language)
-            for lane in self.lanes
-        ]
-
-    def _engine(self, lane: Lane) -> MemoryBM25:
-        """The lane's in-memory BM25 engine (built once per index version, then shared)."""
-        return self.bm25_memory.engine(
-            self.index_version, self.vector_index, self.strategy, lane.language, self.bm25_analyzer
-        )
-
-    def sparse(self, question: str) -> list[list[Ranked]]:
-        return [self._sparse(question, lane) if lane.lexical else [] for lane in self.lanes]
-
-    def _sparse(self, question: str, lane: Lane) -> list[Ranked]:
-        if self.bm25_engine == "memory":
-            engine = self._engine(lane)
-            hits = engine.search(question, self.candidates, lane.analysis_language)
-            return [Ranked(chunk_key(h.chunk.chunk_id), h.score) for h in hits]
-        vector = analysis.query_vector(question, self.bm25_analyzer, lane.analysis_language)
-        return self.vector_index.sparse_ranked(vector, self.candidates, self.strategy, lane.language)
-
-    def sparse_with_feedback(self, question: str, dense: list[list[Ranked]]) -> list[list[Ranked]]:
-        """Each lane's BM25 list for the question expanded by the heaviest terms of the lane's top dense
-        chunks (pipelines/retrieval/feedback.py); feedback off: the plain BM25 lists."""
-        if not self.feedback.on:
-            return self.sparse(question)
-        out: list[list[Ranked]] = []
-        for lane, hits in zip(self.lanes, dense or [[] for _ in self.lanes], strict=True):
-            if not lane.lexical:
-                out.append([])
-                continue
-            engine = self._engine(lane)
-            weights = self.feedback.weights(question, [h.key for h in hits], engine, lane.analysis_language)
-            if self.bm25_engine == "memory":
-                out.append(
-                    [
-                        Ranked(chunk_key(h.chunk.chunk_id), h.score)
-                        for h in engine.search_weighted(weights, self.candidates)
-                    ]
-                )
-            else:
-                vector = analysis.weighted_query_vector(weights)
-                out.append(self.vector_index.sparse_ranked(vector, self.candidates, self.strategy, lane.language))
-        return out
-
-    def fused(self, dense: list[list[Ranked]], sparse: list[list[Ranked]]) -> list[Candidate]:
-        """Fuse each lane's chosen lists, put the originals of the question lane's hits at the head of
-        the source lane, interleave the lanes, then read only the kept chunks' payloads (one store call)."""
-        dense = dense or [[] for _ in self.lanes]
-        sparse = sparse or [[] for _ in self.lanes]
-        lists = [[_pairs(hits) for hits in lanes] for lanes in (dense, sparse)]
-        fused = fuse_lanes(
-            self.lanes, *lists, self.fusion, self.retrieval, self.rrf_k, self.fusion_weights, self.originals
-        )
-        kept, chunks = self.kept_hits(fused)
-        return _candidates(kept, chunks, dense, sparse)
-
-    def kept_hits(self, fused: list[tuple[str, float]]) -> tuple[list[tuple[str, float]], dict[str, Chunk]]:
-        """The first `keep` fused hits and their chunks. With `distinct`, a hit whose passage (what the
-        generator reads) lies inside the passage of a better hit of the same page is passed over, and the
-        next hit takes its place: neighbouring chunks of a page often share one window ("small to big",
-        `RAGLINE_CHUNK_CONTEXT_TOKENS`), and a second copy of a passage would take one of the few places
-        the generator reads. Payloads are read in batches until `keep` distinct hits are found."""
-        if not self.distinct:
-            kept = fused[: self.keep]
-            return kept, self._payloads([key for key, _ in kept])
-        kept: list[tuple[str, float]] = []
-        chunks: dict[str, Chunk] = {}
-        start = 0
-        while len(kept) < self.keep and start < len(fused):
-            batch = fused[start : start + self.keep - len(kept)]
-            start += len(batch)
-            chunks.update(self._payloads([key for key, _ in batch]))
-            for key, score in batch:
-                chunk = chunks.get(key)  # a missing payload stays in: `_candidates` reports the damaged shard
-                if chunk is None or not any(_inside(chunk, chunks.get(better)) for better, _ in kept):
-                    kept.append((key, score))
-        return kept, chunks
-
-    def _payloads(self, keys: list[str]) -> dict[str, Chunk]:
-        """The kept chunks. When this pass has used the lanes' in-memory BM25 engines (BM25 feedback, or
-        the memory engine), they already hold every chunk of the lane, read from the index once per
-        version: reading from them saves a store call (0.25 ms of a 1.5 ms retrieval overhead,
-        docs/operations.md). Keys they lack (another lane's originals) are read from the store."""
-        found: dict[str, Chunk] = {}
-        uses_engines = (self.retrieval == "hybrid" and self.feedback.on) or (
-            self.retrieval != "dense" and self.bm25_engine == "memory"
-        )
-        for lane in self.lanes if uses_engines else ():
-            if lane.lexical:
-                engine = self._engine(lane)
-                found.update(engine.chunks_by_key(keys))
-        missing = [key for key in keys if key not in found]
-        if missing:
-            found.update(self.vector_index.chunks_by_key(missing))
-        return found
-
-    def run(self, question: str) -> list[Candidate]:
-        """A whole retrieval pass (CRAG's second try uses it). The BM25 search runs after the embedding,
-        not beside it: on 2 cores onnxruntime already uses both, and a search thread next to it made
-        retrieval slower (p50 9.7 ms against 9.0 ms in one run; docs/operations.md)."""
-        return self.search(question, None if self.retrieval == "bm25" else self.embed(question))
-
-    def embed(self, question: str) -> np.ndarray:
-        if self.embedder is None:
-            raise ValueError("this retrieval plan has no embedder: give it the question's embedding (`search`)")
-        return self.embedder.embed_query(question)
-
-    def search(self, question: str, embedding: np.ndarray | None) -> list[Candidate]:
-        """A retrieval pass for a question already embedded (the evaluations embed a question once for
-        every mode they compare); `embedding` may be None for `bm25`."""
-        if self.retrieval != "bm25" and embedding is None:
-            raise ValueError(f"{self.retrieval} retrieval needs the question's embedding")
-        dense = self.dense(embedding) if embedding is not None and self.retrieval != "bm25" else []
-        if self.retrieval == "hybrid":
-            sparse = self.sparse_with_feedback(question, dense)
-        else:
-            sparse = self.sparse(question) if self.retrieval != "dense" else []
-        return self.bridged(question, self.fused(dense, sparse))
-
-    def bridged(self, question: str, candidates: list[Candidate]) -> list[Candidate]:
-        """The candidates with a second-hop chunk right after the hit that named its bridge, when the
-        question asks two things and its top hits name a bridge (pipelines/retrieval/bridge_hop.py); otherwise
-        unchanged. The hop is one BM25 search in the question's lane (its in-memory engine, as BM25
-        feedback's). Only hybrid retrieval has a second hop (`retrieval_plan` sets the depth)."""
-        lane = next((lane for lane in self.lanes if lane.lexical), None)
-        if self.bridge_depth <= 0 or lane is None or len(candidates) < self.bridge_depth or not asks_two(question):
-            return candidates  # the common case: no engine lookup, no search
-        head = candidates[: self.bridge_depth]
-        engine = self._engine(lane)
-        hop = second_hop(
-            question, [c.chunk for c in head], engine, lane.analysis_language, self.bridge_sources, self.candidates
-        )
-        if hop is None:
-            return candidates
-        place = next(i for i, c in enumerate(head) if c.chunk.chunk_id == hop.bridge_of) + 1
-        if place >= self.keep:  # its source is the last hit kept: no place after it within the list
-            return candidates
-        found = next((c for c in candidates if c.chunk.chunk_id == hop.chunk.chunk_id), None)
-        score = candidates[place].fused_score if place < len(candidates) else candidates[-1].fused_score
-        added = replace(
-            found or Candidate(hop.chunk, 0, score, None, None, None, None),
-            fused_score=score,
-            bridge_of=hop.bridge_of,
-            bridge=hop.bridge,
-        )
-        rest = [c for c in candidates[place:] if c.chunk.chunk_id != hop.chunk.chunk_id]
-        ordered = [*candidates[:place], added, *rest][: self.keep]
-        return [replace(c, fused_rank=rank) for rank, c in enumerate(ordered, start=1)]
-
-
-def _inside(chunk: Chunk, better: Chunk | None) -> bool:
-    """Whether everything the generator would read of `chunk` is already in `better`'s passage."""
-    return (
-        better is not None
-        and chunk.document_id == better.document_id
-        and chunk.generation_text in better.generation_text
-    )
-
-
-def _pairs(hits: list[Ranked]) -> list[tuple[str, float]]:
-    return [(h.key, h.score) for h in hits]
-
-
-def _ranks(lists: list[list[Ranked]]) -> dict[str, tuple[int, float]]:
-    """Each chunk's rank and score in its lane's list (lanes hold disjoint languages)."""
-    return {h.key: (rank, h.score) for hits in lists for rank, h in enumerate(hits, start=1)}
-
-
-def _candidates(
-    kept: list[tuple[str, float]],
-    chunks: dict[str, Chunk],
-    dense_hits: list[list[Ranked]],
-    bm25_hits: list[list[Ranked]],
-) -> list[Candidate]:
-    """Candidates in fused order, each with every retriever's own rank and score."""
-    dense, sparse = _ranks(dense_hits), _ranks(bm25_hits)
-    missing = [key for key, _ in kept if key not in chunks]
-    if missing:  # a point without its payload: the shard is damaged, do not answer from half of it
-        raise StoreUnavailable(f"chunks {missing[:3]} were found by search but cannot be read")
-    return [
-        Candidate(
-            chunk=chunks[key],
-            fused_rank=rank,
-            fused_score=score,
-            dense_rank=dense.get(key, (None, None))[0],
-            dense_score=dense.get(key, (None, None))[1],
-            bm25_rank=sparse.get(key, (None, None))[0],
-            bm25_score=sparse.get(key, (None, None))[1],
-        )
-        for rank, (key, score) in enumerate(kept, start=1)
-    ]
+from pipelines.ports import Embedder, Ranked, VectorIndex
+from pipelines.retrieval.bm25 import MemoryBM25Cache
+from pipelines.retrieval.language_lanes import Lane, lanes
+from pipelines.retrieval.retriever import Candidate, RetrievalPlan, build_plan
+from pipelines.retrieval.translations import OriginalsCache
 
 
 def retrieval_plan(
@@ -318,32 +47,32 @@ def retrieval_plan(
     bm25_feedback_weight: float = 0.2,
     bridge_hop_sources: int = 3,
 ) -> RetrievalPlan:
-    originals = None
-    for lane in retrieval_lanes:  # the table is read once per index version, and only for a multilingual index
-        if lane.originals and lane.language is not None:
-            originals = originals_cache.table(index_version, vector_index, strategy, lane.language)
-    return RetrievalPlan(
+    """The request's retrieval plan (pipelines/retrieval/retriever.py `build_plan`)."""
+    return build_plan(
         retrieval=retrieval,
         bm25_engine=bm25_engine,
         fusion=fusion,
+        rerank=rerank,
         embedder=embedder,
         vector_index=vector_index,
         bm25_memory=bm25_memory,
         index_version=index_version,
         strategy=strategy,
-        lanes=retrieval_lanes,
-        candidates=max(candidates, top_k),
-        keep=max(rerank_depth, top_k) if rerank != "none" else top_k,
+        candidates=candidates,
+        top_k=top_k,
         rrf_k=rrf_k,
-        fusion_weights=tuple(fusion_weights),
+        rerank_depth=rerank_depth,
+        fusion_weights=fusion_weights,
+        retrieval_lanes=retrieval_lanes,
+        originals_cache=originals_cache,
+        bm25_feedback=bm25_feedback,
+        bridge_hop=bridge_hop,
+        distinct_passages=distinct_passages,
         bm25_analyzer=bm25_analyzer,
-        originals=originals,
-        feedback=Feedback(
-            bm25_feedback_docs if bm25_feedback == "on" else 0, bm25_feedback_terms, bm25_feedback_weight
-        ),
-        bridge_depth=top_k if bridge_hop == "on" and retrieval == "hybrid" else 0,
-        bridge_sources=bridge_hop_sources,
-        distinct=distinct_passages == "on",
+        bm25_feedback_docs=bm25_feedback_docs,
+        bm25_feedback_terms=bm25_feedback_terms,
+        bm25_feedback_weight=bm25_feedback_weight,
+        bridge_hop_sources=bridge_hop_sources,
     )
 
 

@@ -5,8 +5,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from pipelines.answering.citations import ValidatedSentence, join_sentences, validate
+from pipelines.retrieval.retriever import Candidate
 from query_graph.nodes.generation import Draft
-from query_graph.nodes.retrieval import Candidate
 
 
 @dataclass(frozen=True)

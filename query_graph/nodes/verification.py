@@ -35,7 +35,7 @@ from pipelines.answering.verification import (
     strict_check,
     supporting_passage,
 )
-from query_graph.nodes.retrieval import Candidate
+from pipelines.retrieval.retriever import Candidate
 from query_graph.nodes.validation import ValidatedAnswer
 from query_graph.sink import release
 

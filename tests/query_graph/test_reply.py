@@ -13,11 +13,11 @@ from pipelines.answering.coverage import Coverage
 from pipelines.documents import Chunk, Document
 from pipelines.ingestion.chunkers import chunk_document
 from pipelines.ingestion.cleaners import clean_markdown
+from pipelines.retrieval.retriever import Candidate
 from pipelines.text.language import LanguageGuess
 from query_graph.nodes.crag import CragOutcome
 from query_graph.nodes.generation import answer_words__snowball, draft_answer__extractive
 from query_graph.nodes.reply import reply
-from query_graph.nodes.retrieval import Candidate
 from query_graph.nodes.validation import validated_answer
 from query_graph.nodes.verification import sentence_checker__lexical, verified_answer
 

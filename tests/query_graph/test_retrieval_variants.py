@@ -11,8 +11,8 @@ import pytest
 from evals.bench.query import plan_for
 from pipelines.documents import chunk_key
 from pipelines.profiles import Stores
+from pipelines.retrieval.retriever import Candidate
 from pipelines.settings import Settings
-from query_graph.nodes.retrieval import Candidate
 from query_graph.service import QueryFailed, QueryService
 from tests.query_graph.harbor import Harbor, harbor_index
 

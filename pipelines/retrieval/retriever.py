@@ -1,0 +1,502 @@
+"""The retrieval engine: one implementation for the query graph's nodes, CRAG's second try, the ingestion's
+smoke check and the evaluations.
+
+A `RetrievalPlan` holds everything one retrieval pass needs, fixed for a request: the variants
+(`retrieval` = hybrid | dense | bm25, `bm25_engine` = qdrant | memory, `fusion`, BM25 feedback, the bridge
+hop, distinct passages), the index version and its BM25 analyzer, and the languages searched (`lanes`,
+pipelines/retrieval/language_lanes.py). Each retriever returns one list per lane; each lane's lists are
+fused on their own, a source lane puts the originals of the question lane's hits first, and the lanes'
+fused lists are interleaved (`fuse_lanes`). A `RerankPlan` then keeps the `top_k` candidates, in the
+cross-encoder's order when one runs; `neighbours_of` adds each hit's adjacent chunks.
+
+`build_plan` turns the query graph's inputs into a plan (the `retrieval_plan` node is a call of it), and
+`ServedRetrieval` runs the served default (the settings' variants) on one index version, as the graph
+does for a question it answers: the smoke check before activation retrieves through it.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+
+import numpy as np
+
+from pipelines.adapters.registry import IndexVersion
+from pipelines.documents import Chunk, chunk_key, make_chunk_id
+from pipelines.guardrails.screen import GuardrailPolicy, question_language, screen
+from pipelines.ports import Embedder, Ranked, StoreUnavailable, VectorIndex
+from pipelines.retrieval.bm25 import MemoryBM25, MemoryBM25Cache
+from pipelines.retrieval.bridge_hop import asks_two, second_hop
+from pipelines.retrieval.feedback import Feedback
+from pipelines.retrieval.language_lanes import Lane, fuse_lanes, lanes
+from pipelines.retrieval.rerank import CrossEncoderReranker
+from pipelines.retrieval.translations import Originals, OriginalsCache
+from pipelines.settings import Settings
+from pipelines.text import analysis
+
+
+@dataclass(frozen=True)
+class Candidate:
+    chunk: Chunk
+    fused_rank: int
+    fused_score: float
+    dense_rank: int | None
+    dense_score: float | None
+    bm25_rank: int | None
+    bm25_score: float | None
+    rerank_score: float | None = None
+    neighbour_of: str | None = None  # set on a chunk added only because it is adjacent to a hit
+    bridge_of: str | None = None  # set on a second-hop chunk: the hit whose heading named its bridge
+    bridge: str | None = None  # ... and that identifier (pipelines/retrieval/bridge_hop.py)
+
+    def as_dict(self) -> dict[str, object]:
+        c = self.chunk
+        out: dict[str, object] = {
+            "chunk_id": c.chunk_id,
+            "document_id": c.document_id,
+            "title": c.title,
+            "anchor": c.anchor,
+            "heading_path": c.heading_path,
+            "source_uri": c.source_uri,
+            "language": c.language,
+            "fused_rank": self.fused_rank,
+            "fused_score": round(self.fused_score, 6),
+            "dense_rank": self.dense_rank,
+            "dense_score": None if self.dense_score is None else round(self.dense_score, 6),
+            "bm25_rank": self.bm25_rank,
+            "bm25_score": None if self.bm25_score is None else round(self.bm25_score, 6),
+        }
+        if self.rerank_score is not None:
+            out["rerank_score"] = round(self.rerank_score, 6)
+        if self.neighbour_of is not None:
+            out["neighbour_of"] = self.neighbour_of
+        if self.bridge_of is not None:
+            out["bridge_of"] = self.bridge_of
+            out["bridge"] = self.bridge
+        return out
+
+
+@dataclass(frozen=True)
+class RetrievalPlan:
+    """Everything one retrieval pass needs, fixed for a request."""
+
+    retrieval: str
+    bm25_engine: str
+    fusion: str
+    embedder: Embedder | None  # None: a plan that is only given questions already embedded (`search`)
+    vector_index: VectorIndex
+    bm25_memory: MemoryBM25Cache
+    index_version: str
+    strategy: str | None  # None: every strategy the index holds
+    lanes: tuple[Lane, ...]
+    candidates: int
+    keep: int  # candidates kept after fusion (the rerank depth when a reranker follows)
+    rrf_k: int
+    fusion_weights: tuple[float, ...]
+    bm25_analyzer: str = "plain"  # the active index version's, so questions are analysed as its chunks were
+    originals: Originals | None = None  # translated chunk -> its original, when a lane lists originals
+    feedback: Feedback = field(
+        default_factory=Feedback
+    )  # BM25 feedback (pipelines/retrieval/feedback.py); off by default
+    bridge_depth: int = 0  # the list the generator reads (top_k), where a second hop looks; 0: no second hop
+    bridge_sources: int = 3  # the first hits whose headings may name a bridge (pipelines/retrieval/bridge_hop.py)
+    distinct: bool = False  # pass over a hit whose passage lies inside a better hit's (`kept_hits`)
+
+    def dense(self, embedding: np.ndarray) -> list[list[Ranked]]:
+        return [
+            self.vector_index.dense_ranked(embedding, self.candidates, self.strategy, lane.language)
+            for lane in self.lanes
+        ]
+
+    def _engine(self, lane: Lane) -> MemoryBM25:
+        """The lane's in-memory BM25 engine (built once per index version, then shared)."""
+        return self.bm25_memory.engine(
+            self.index_version, self.vector_index, self.strategy, lane.language, self.bm25_analyzer
+        )
+
+    def sparse(self, question: str) -> list[list[Ranked]]:
+        return [self._sparse(question, lane) if lane.lexical else [] for lane in self.lanes]
+
+    def _sparse(self, question: str, lane: Lane) -> list[Ranked]:
+        if self.bm25_engine == "memory":
+            engine = self._engine(lane)
+            hits = engine.search(question, self.candidates, lane.analysis_language)
+            return [Ranked(chunk_key(h.chunk.chunk_id), h.score) for h in hits]
+        vector = analysis.query_vector(question, self.bm25_analyzer, lane.analysis_language)
+        return self.vector_index.sparse_ranked(vector, self.candidates, self.strategy, lane.language)
+
+    def sparse_with_feedback(self, question: str, dense: list[list[Ranked]]) -> list[list[Ranked]]:
+        """Each lane's BM25 list for the question expanded by the heaviest terms of the lane's top dense
+        chunks (pipelines/retrieval/feedback.py); feedback off: the plain BM25 lists."""
+        if not self.feedback.on:
+            return self.sparse(question)
+        out: list[list[Ranked]] = []
+        for lane, hits in zip(self.lanes, dense or [[] for _ in self.lanes], strict=True):
+            if not lane.lexical:
+                out.append([])
+                continue
+            engine = self._engine(lane)
+            weights = self.feedback.weights(question, [h.key for h in hits], engine, lane.analysis_language)
+            if self.bm25_engine == "memory":
+                out.append(
+                    [
+                        Ranked(chunk_key(h.chunk.chunk_id), h.score)
+                        for h in engine.search_weighted(weights, self.candidates)
+                    ]
+                )
+            else:
+                vector = analysis.weighted_query_vector(weights)
+                out.append(self.vector_index.sparse_ranked(vector, self.candidates, self.strategy, lane.language))
+        return out
+
+    def fused(self, dense: list[list[Ranked]], sparse: list[list[Ranked]]) -> list[Candidate]:
+        """Fuse each lane's chosen lists, put the originals of the question lane's hits at the head of
+        the source lane, interleave the lanes, then read only the kept chunks' payloads (one store call)."""
+        dense = dense or [[] for _ in self.lanes]
+        sparse = sparse or [[] for _ in self.lanes]
+        fused = fuse_lanes(
+            self.lanes,
+            [_pairs(hits) for hits in dense],
+            [_pairs(hits) for hits in sparse],
+            self.fusion,
+            self.retrieval,
+            self.rrf_k,
+            self.fusion_weights,
+            self.originals,
+        )
+        kept, chunks = self.kept_hits(fused)
+        return _candidates(kept, chunks, dense, sparse)
+
+    def kept_hits(self, fused: list[tuple[str, float]]) -> tuple[list[tuple[str, float]], dict[str, Chunk]]:
+        """The first `keep` fused hits and their chunks. With `distinct`, a hit whose passage (what the
+        generator reads) lies inside the passage of a better hit of the same page is passed over, and the
+        next hit takes its place: neighbouring chunks of a page often share one window ("small to big",
+        `RAGLINE_CHUNK_CONTEXT_TOKENS`), and a second copy of a passage would take one of the few places
+        the generator reads. Payloads are read in batches until `keep` distinct hits are found."""
+        if not self.distinct:
+            head = fused[: self.keep]
+            return head, self._payloads([key for key, _ in head])
+        kept: list[tuple[str, float]] = []
+        chunks: dict[str, Chunk] = {}
+        start = 0
+        while len(kept) < self.keep and start < len(fused):
+            batch = fused[start : start + self.keep - len(kept)]
+            start += len(batch)
+            chunks.update(self._payloads([key for key, _ in batch]))
+            for key, score in batch:
+                chunk = chunks.get(key)  # a missing payload stays in: `_candidates` reports the damaged shard
+                if chunk is None or not any(_inside(chunk, chunks.get(better)) for better, _ in kept):
+                    kept.append((key, score))
+        return kept, chunks
+
+    def _payloads(self, keys: list[str]) -> dict[str, Chunk]:
+        """The kept chunks. When this pass has used the lanes' in-memory BM25 engines (BM25 feedback, or
+        the memory engine), they already hold every chunk of the lane, read from the index once per
+        version: reading from them saves a store call (0.25 ms of a 1.5 ms retrieval overhead,
+        docs/operations.md). Keys they lack (another lane's originals) are read from the store."""
+        found: dict[str, Chunk] = {}
+        uses_engines = (self.retrieval == "hybrid" and self.feedback.on) or (
+            self.retrieval != "dense" and self.bm25_engine == "memory"
+        )
+        for lane in self.lanes if uses_engines else ():
+            if lane.lexical:
+                engine = self._engine(lane)
+                found.update(engine.chunks_by_key(keys))
+        missing = [key for key in keys if key not in found]
+        if missing:
+            found.update(self.vector_index.chunks_by_key(missing))
+        return found
+
+    def run(self, question: str) -> list[Candidate]:
+        """A whole retrieval pass (CRAG's second try uses it). The BM25 search runs after the embedding,
+        not beside it: on 2 cores onnxruntime already uses both, and a search thread next to it made
+        retrieval slower (p50 9.7 ms against 9.0 ms in one run; docs/operations.md)."""
+        return self.search(question, None if self.retrieval == "bm25" else self.embed(question))
+
+    def embed(self, question: str) -> np.ndarray:
+        if self.embedder is None:
+            raise ValueError("this retrieval plan has no embedder: give it the question's embedding (`search`)")
+        return self.embedder.embed_query(question)
+
+    def search(self, question: str, embedding: np.ndarray | None) -> list[Candidate]:
+        """A retrieval pass for a question already embedded (the evaluations embed a question once for
+        every mode they compare); `embedding` may be None for `bm25`."""
+        if self.retrieval != "bm25" and embedding is None:
+            raise ValueError(f"{self.retrieval} retrieval needs the question's embedding")
+        dense = self.dense(embedding) if embedding is not None and self.retrieval != "bm25" else []
+        if self.retrieval == "hybrid":
+            sparse = self.sparse_with_feedback(question, dense)
+        else:
+            sparse = self.sparse(question) if self.retrieval != "dense" else []
+        return self.bridged(question, self.fused(dense, sparse))
+
+    def bridged(self, question: str, candidates: list[Candidate]) -> list[Candidate]:
+        """The candidates with a second-hop chunk right after the hit that named its bridge, when the
+        question asks two things and its top hits name a bridge (pipelines/retrieval/bridge_hop.py); otherwise
+        unchanged. The hop is one BM25 search in the question's lane (its in-memory engine, as BM25
+        feedback's). Only hybrid retrieval has a second hop (`build_plan` sets the depth)."""
+        lane = next((lane for lane in self.lanes if lane.lexical), None)
+        if self.bridge_depth <= 0 or lane is None or len(candidates) < self.bridge_depth or not asks_two(question):
+            return candidates  # the common case: no engine lookup, no search
+        head = candidates[: self.bridge_depth]
+        engine = self._engine(lane)
+        hop = second_hop(
+            question, [c.chunk for c in head], engine, lane.analysis_language, self.bridge_sources, self.candidates
+        )
+        if hop is None:
+            return candidates
+        place = next(i for i, c in enumerate(head) if c.chunk.chunk_id == hop.bridge_of) + 1
+        if place >= self.keep:  # its source is the last hit kept: no place after it within the list
+            return candidates
+        found = next((c for c in candidates if c.chunk.chunk_id == hop.chunk.chunk_id), None)
+        score = candidates[place].fused_score if place < len(candidates) else candidates[-1].fused_score
+        added = replace(
+            found or Candidate(hop.chunk, 0, score, None, None, None, None),
+            fused_score=score,
+            bridge_of=hop.bridge_of,
+            bridge=hop.bridge,
+        )
+        rest = [c for c in candidates[place:] if c.chunk.chunk_id != hop.chunk.chunk_id]
+        ordered = [*candidates[:place], added, *rest][: self.keep]
+        return [replace(c, fused_rank=rank) for rank, c in enumerate(ordered, start=1)]
+
+
+def _inside(chunk: Chunk, better: Chunk | None) -> bool:
+    """Whether everything the generator would read of `chunk` is already in `better`'s passage."""
+    return (
+        better is not None
+        and chunk.document_id == better.document_id
+        and chunk.generation_text in better.generation_text
+    )
+
+
+def _pairs(hits: list[Ranked]) -> list[tuple[str, float]]:
+    return [(h.key, h.score) for h in hits]
+
+
+def _ranks(lists: list[list[Ranked]]) -> dict[str, tuple[int, float]]:
+    """Each chunk's rank and score in its lane's list (lanes hold disjoint languages)."""
+    return {h.key: (rank, h.score) for hits in lists for rank, h in enumerate(hits, start=1)}
+
+
+def _candidates(
+    kept: list[tuple[str, float]],
+    chunks: dict[str, Chunk],
+    dense_hits: list[list[Ranked]],
+    bm25_hits: list[list[Ranked]],
+) -> list[Candidate]:
+    """Candidates in fused order, each with every retriever's own rank and score."""
+    dense, sparse = _ranks(dense_hits), _ranks(bm25_hits)
+    missing = [key for key, _ in kept if key not in chunks]
+    if missing:  # a point without its payload: the shard is damaged, do not answer from half of it
+        raise StoreUnavailable(f"chunks {missing[:3]} were found by search but cannot be read")
+    return [
+        Candidate(
+            chunk=chunks[key],
+            fused_rank=rank,
+            fused_score=score,
+            dense_rank=dense.get(key, (None, None))[0],
+            dense_score=dense.get(key, (None, None))[1],
+            bm25_rank=sparse.get(key, (None, None))[0],
+            bm25_score=sparse.get(key, (None, None))[1],
+        )
+        for rank, (key, score) in enumerate(kept, start=1)
+    ]
+
+
+def build_plan(
+    retrieval: str,
+    bm25_engine: str,
+    fusion: str,
+    rerank: str,
+    embedder: Embedder,
+    vector_index: VectorIndex,
+    bm25_memory: MemoryBM25Cache,
+    index_version: str,
+    strategy: str,
+    candidates: int,
+    top_k: int,
+    rrf_k: int,
+    rerank_depth: int,
+    fusion_weights: Sequence[float],
+    retrieval_lanes: tuple[Lane, ...],
+    originals_cache: OriginalsCache,
+    bm25_feedback: str,
+    bridge_hop: str,
+    distinct_passages: str,
+    bm25_analyzer: str = "plain",
+    bm25_feedback_docs: int = 3,
+    bm25_feedback_terms: int = 20,
+    bm25_feedback_weight: float = 0.2,
+    bridge_hop_sources: int = 3,
+) -> RetrievalPlan:
+    """The plan of one request from its variants (`retrieval` ... `distinct_passages`) and settings: the
+    query graph's `retrieval_plan` node, and `ServedRetrieval` with the settings' defaults."""
+    originals = None
+    for lane in retrieval_lanes:  # the table is read once per index version, and only for a multilingual index
+        if lane.originals and lane.language is not None:
+            originals = originals_cache.table(index_version, vector_index, strategy, lane.language)
+    return RetrievalPlan(
+        retrieval=retrieval,
+        bm25_engine=bm25_engine,
+        fusion=fusion,
+        embedder=embedder,
+        vector_index=vector_index,
+        bm25_memory=bm25_memory,
+        index_version=index_version,
+        strategy=strategy,
+        lanes=retrieval_lanes,
+        candidates=max(candidates, top_k),
+        keep=max(rerank_depth, top_k) if rerank != "none" else top_k,
+        rrf_k=rrf_k,
+        fusion_weights=tuple(fusion_weights),
+        bm25_analyzer=bm25_analyzer,
+        originals=originals,
+        feedback=Feedback(
+            bm25_feedback_docs if bm25_feedback == "on" else 0, bm25_feedback_terms, bm25_feedback_weight
+        ),
+        bridge_depth=top_k if bridge_hop == "on" and retrieval == "hybrid" else 0,
+        bridge_sources=bridge_hop_sources,
+        distinct=distinct_passages == "on",
+    )
+
+
+@dataclass(frozen=True)
+class RerankPlan:
+    """The rerank step as an object, so CRAG's second retrieval is reranked the same way: `top_k`
+    candidates, in the cross-encoder's order when there is one, else in the fused order."""
+
+    reranker: CrossEncoderReranker | None
+    top_k: int
+
+    def apply(self, question: str, candidates: list[Candidate]) -> list[Candidate]:
+        if self.reranker is None:
+            return candidates[: self.top_k]
+        logits = self.reranker.scores(question, [c.chunk.generation_text for c in candidates])
+        rescored = [replace(c, rerank_score=s) for c, s in zip(candidates, logits, strict=True)]
+        return sorted(rescored, key=lambda c: (-(c.rerank_score or 0.0), c.fused_rank))[: self.top_k]
+
+
+def neighbours_of(candidates: list[Candidate], vector_index: VectorIndex) -> list[Candidate]:
+    """Each candidate followed by its adjacent chunks (same document, position ±1) that are not already
+    candidates, so a list or a procedure split across chunks reaches the generator whole."""
+    present = {c.chunk.chunk_id for c in candidates}
+    wanted: dict[str, str] = {}
+    for c in candidates:
+        for position in (c.chunk.position - 1, c.chunk.position + 1):
+            if position < 0:
+                continue
+            cid = make_chunk_id(c.chunk.document_id, c.chunk.strategy, position)
+            if cid not in present and cid not in wanted:
+                wanted[cid] = c.chunk.chunk_id
+    found = {ch.chunk_id: ch for ch in vector_index.get_chunks(list(wanted))}
+    out: list[Candidate] = []
+    for c in candidates:
+        out.append(c)
+        for cid, parent in wanted.items():
+            if parent == c.chunk.chunk_id and cid in found:
+                out.append(
+                    Candidate(found[cid], c.fused_rank, c.fused_score, None, None, None, None, None, c.chunk.chunk_id)
+                )
+    return out
+
+
+def question_lanes(question: str, settings: Settings, index_languages: Sequence[str]) -> tuple[Lane, ...]:
+    """The lanes a typed question is searched in: the language the guardrails judge it in (the query
+    graph's `guardrail_verdict`), routed by the settings (`language_route`, `source_language`,
+    `language_filter`) over the index version's languages (the graph's `retrieval_lanes`)."""
+    s = settings
+    policy = GuardrailPolicy(s.max_question_chars, tuple(index_languages), s.language_gate, s.language_min_confidence)
+    language = screen(question, policy, question_language(question, None, s.language_min_confidence)).language
+    return lanes(s.language_route, language, index_languages, s.source_language, s.language_filter)
+
+
+# The settings a `ServedRetrieval` reads that change its ranking (the index version adds its analyzer).
+SERVED_PROFILE = (
+    "retrieval",
+    "bm25_engine",
+    "fusion",
+    "fusion_weights",
+    "rrf_k",
+    "candidates",
+    "top_k",
+    "bm25_feedback",
+    "bm25_feedback_docs",
+    "bm25_feedback_terms",
+    "bm25_feedback_weight",
+    "bridge_hop",
+    "bridge_hop_sources",
+    "distinct_passages",
+    "language_route",
+    "source_language",
+    "language_filter",
+    "rerank",
+    "rerank_depth",
+    "reranker_model",
+    "rerank_max_tokens",
+)
+
+
+def served_profile(settings: Settings) -> dict[str, object]:
+    """The settings that decide what `ServedRetrieval` ranks: a score recorded with another profile is not
+    comparable."""
+    return {name: getattr(settings, name) for name in SERVED_PROFILE}
+
+
+@dataclass
+class ServedRetrieval:
+    """The served default's retrieval on one index version: the settings' variants (retrieval, BM25
+    engine, fusion, feedback, bridge hop, distinct passages, rerank) and numbers, the version's own BM25
+    analyzer and languages, then the rerank step; what the query graph ranks for a question it answers
+    with its default variants (`reranked_candidates`). The in-memory BM25 engines and the translation
+    table are built on first use and kept for this version."""
+
+    settings: Settings
+    embedder: Embedder
+    index: VectorIndex
+    version: IndexVersion
+    strategy: str
+    reranker: CrossEncoderReranker | None = None  # loaded on first use when the settings rerank
+    bm25_memory: MemoryBM25Cache = field(default_factory=MemoryBM25Cache)
+    originals: OriginalsCache = field(default_factory=OriginalsCache)
+
+    def plan(self, question: str) -> RetrievalPlan:
+        s = self.settings
+        return build_plan(
+            retrieval=s.retrieval,
+            bm25_engine=s.bm25_engine,
+            fusion=s.fusion,
+            rerank=s.rerank,
+            embedder=self.embedder,
+            vector_index=self.index,
+            bm25_memory=self.bm25_memory,
+            index_version=self.version.version,
+            strategy=self.strategy,
+            candidates=s.candidates,
+            top_k=s.top_k,
+            rrf_k=s.rrf_k,
+            rerank_depth=s.rerank_depth,
+            fusion_weights=s.fusion_weights,
+            retrieval_lanes=question_lanes(question, s, self.version.languages),
+            originals_cache=self.originals,
+            bm25_feedback=s.bm25_feedback,
+            bridge_hop=s.bridge_hop,
+            distinct_passages=s.distinct_passages,
+            bm25_analyzer=self.version.chunk_settings.get("bm25_analyzer", "plain"),
+            bm25_feedback_docs=s.bm25_feedback_docs,
+            bm25_feedback_terms=s.bm25_feedback_terms,
+            bm25_feedback_weight=s.bm25_feedback_weight,
+            bridge_hop_sources=s.bridge_hop_sources,
+        )
+
+    def rerank_plan(self) -> RerankPlan:
+        s = self.settings
+        if s.rerank == "cross_encoder" and self.reranker is None:
+            self.reranker = CrossEncoderReranker(s.reranker_model, s.reranker_path, s.rerank_max_tokens)
+        return RerankPlan(self.reranker if s.rerank == "cross_encoder" else None, s.top_k)
+
+    def candidates(self, question: str) -> list[Candidate]:
+        return self.rerank_plan().apply(question, self.plan(question).run(question))
+
+    def chunks(self, question: str) -> list[Chunk]:
+        return [c.chunk for c in self.candidates(question)]
