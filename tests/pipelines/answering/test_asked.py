@@ -117,3 +117,17 @@ def test_a_yes_no_question_with_a_false_premise_is_corrected_first() -> None:
 
 def test_no_answer_when_no_sentence_covers_the_question() -> None:
     assert said("What is the boiling point of mercury in kelvin?", chunks_of(PATHS, "p")) == ("", [])
+
+
+def test_with_the_cross_encoder_a_passage_that_only_shares_the_questions_words_gives_no_answer() -> None:
+    from pipelines.retrieval.rerank import CrossEncoderReranker
+    from pipelines.settings import Settings
+
+    s = Settings()
+    ranker = CrossEncoderReranker(s.reranker_model, s.reranker_path, s.rerank_max_tokens).scores
+    chunks = chunks_of(METRICS, "m")
+    port = asked.select("Which port does the metrics server listen on by default?", chunks, words=WORDS, ranker=ranker)
+    assert "9252" in asked.render(port)
+    # "log format" and "setting" are in the table; what it costs is nowhere.
+    cost = asked.select("What does the log format setting cost per month?", chunks, words=WORDS, ranker=ranker)
+    assert cost == [] and asked.select("What does the log format setting cost per month?", chunks, words=WORDS)
