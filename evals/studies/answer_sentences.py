@@ -193,6 +193,16 @@ def judge(questions: Sequence[Question], thresholds: Sequence[float], ranker: An
                 "abstained_without_answer_paragraph": round(sum(p < t for p in removed_p) / n, 4),
             }
         )
+    if ranker is not None:
+        out["ranker_abstention"] = [
+            {
+                "min_ranker": t,
+                "answered": round(sum(r >= t for r in best_r) / n, 4),
+                "answered_holding_answer": round(sum(h for h, r in zip(held, best_r, strict=True) if r >= t) / n, 4),
+                "abstained_without_answer_paragraph": round(sum(r < t for r in removed_r) / n, 4),
+            }
+            for t in (-10.0, -8.0, -7.0, -6.0, -5.0, -4.0, -3.0, -2.0, -1.0, 0.0)
+        ]
     return out
 
 
