@@ -29,13 +29,15 @@ $(LLM_STAMP): requirements-llm.lock scripts/local-llm.sh scripts/local_llm_model
 	bash scripts/local-llm.sh $(LLM_VENV)
 	@touch $(LLM_STAMP)
 
-# Then: RAGLINE_GENERATOR=litellm RAGLINE_LLM_MODEL=openai/qwen2.5-coder-1.5b
-#       RAGLINE_LLM_API_BASE=http://127.0.0.1:8080/v1 RAGLINE_LLM_DEADLINE_SECONDS=120 make run
+# The model on its own, for another client. ragline needs none of this: `RAGLINE_GENERATOR=local make run`
+# builds .venv-llm when missing, and `ragline serve` starts this server, points the generator at it and
+# stops it on exit (pipelines/adapters/local_model.py).
 llm-serve: llm
 	LLM_VENV=$(LLM_VENV) bash scripts/local-llm-serve.sh 8080
 
-run: install
-	HF_HUB_OFFLINE=1 $(VENV)/bin/ragline serve
+# RAGLINE_GENERATOR=local: answers written by the packaged local model, whose server ragline runs.
+run: install $(if $(filter local,$(RAGLINE_GENERATOR)),llm)
+	HF_HUB_OFFLINE=1 RAGLINE_LOCAL_LLM_VENV=$(abspath $(LLM_VENV)) $(VENV)/bin/ragline serve
 
 # System packages the tests need (Chromium + driver for the web pages, espeak-ng for spoken questions):
 # installed once, a no-op when present. The local language model for the litellm tests (`make llm`).

@@ -10,10 +10,18 @@ from functools import cached_property
 from pathlib import Path
 from typing import Literal
 
-from pydantic import Field
+from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
+LOCAL_MODEL_ALIAS = "qwen2.5-coder-1.5b"  # scripts/local-llm-serve.sh serves the packaged model by this name
+# What `generator=local` sets unless given: the model's name, the schema form its server reads, and a deadline
+# for 2 cores (the default 30 s is for hosted models; a cold first question reads its prompt slowly).
+LOCAL_LLM_DEFAULTS: dict[str, object] = {
+    "llm_model": f"openai/{LOCAL_MODEL_ALIAS}",
+    "llm_structured_output": "json_object",
+    "llm_deadline_seconds": 120.0,
+}
 
 
 class Settings(BaseSettings):
@@ -209,7 +217,21 @@ class Settings(BaseSettings):
     crag_upper: float = Field(0.70, description="CRAG: top dense cosine at or above this generates directly.")
     crag_rerank_lower: float = Field(0.05, description="CRAG: top reranker probability below this rewrites.")
     crag_rerank_upper: float = Field(0.50, description="CRAG: top reranker probability at or above this generates.")
-    generator: Literal["extractive", "litellm"] = Field("extractive", description="Generator variant.")
+    generator: Literal["extractive", "litellm", "local"] = Field(
+        "extractive",
+        description="Generator variant. `local`: `litellm` with the packaged local model, whose server "
+        "`ragline serve` starts and stops (`local_llm`).",
+    )
+    local_llm: bool = Field(
+        False,
+        description="`ragline serve` starts the packaged model's server (.venv-llm, `make llm`) and points the "
+        "litellm generator at it; set by `generator=local`.",
+    )
+    local_llm_venv: Path = Field(
+        PROJECT_ROOT / ".venv-llm", description="Virtualenv of the packaged model and its server (`make llm`)."
+    )
+    local_llm_port: int = Field(0, description="Loopback port of the local model's server; 0: a free one.")
+    local_llm_start_seconds: float = Field(180.0, description="Longest wait for the local model's server to answer.")
     sentence_ranker: Literal["asked", "lexical", "cross_encoder"] = Field(
         "asked",
         description="How an extractive answer chooses its sentences: by what the question asks (`asked`: a "
@@ -225,6 +247,16 @@ class Settings(BaseSettings):
     llm_model: str = Field("openai/local", description="litellm model id of the generator (provider/model).")
     llm_api_base: str | None = Field(None, description="Base URL of the generator's API (e.g. a loopback server).")
     llm_api_key: str | None = Field(None, description="API key of the generator's provider.")
+    llm_structured_output: Literal["json_schema", "json_object"] = Field(
+        "json_schema",
+        description="How the reply's JSON schema is sent: OpenAI's `json_schema` response format, or "
+        "`json_object` with a `schema` (llama-cpp-python's server, which refuses `json_schema`).",
+    )
+    llm_context_chars: int = Field(
+        1600,
+        ge=200,
+        description="Characters of passage text (the knowledge strips) the litellm generator sends the model.",
+    )
     llm_fallback_model: str | None = Field(None, description="litellm model id used when the generator fails.")
     llm_fallback_api_base: str | None = Field(None, description="Base URL of the fallback provider.")
     llm_fallback_api_key: str | None = Field(None, description="API key of the fallback provider.")
@@ -300,8 +332,21 @@ class Settings(BaseSettings):
     )
     trace_timeout_seconds: float = Field(2.0, description="Export timeout of the tracer; tracing fails open.")
     evals_results: Path | None = Field(
-        None, description="Evaluation results file the operator console shows (default: newest in evals/results/)."
+        None, description="Evaluation results file the console shows (default: the last `ragline eval ab` report)."
     )
+
+    @model_validator(mode="after")
+    def _local_generator(self) -> Settings:
+        """`generator=local` is the litellm generator with the packaged model: the settings a user would
+        otherwise give by hand, each one still overridden by its own variable."""
+        if self.generator == "local":
+            self.generator, self.local_llm = "litellm", True
+        if self.local_llm:
+            given = self.model_fields_set
+            for name, value in LOCAL_LLM_DEFAULTS.items():
+                if name not in given:
+                    setattr(self, name, value)
+        return self
 
     @cached_property
     def data_dir(self) -> Path:
@@ -321,6 +366,7 @@ class Settings(BaseSettings):
     def ab_pointer_file(self) -> Path:
         """Where `ragline eval ab` records its last report and the operator console looks for it."""
         return self.data_dir / "evals" / "latest.json"
+
 
 # The document formats ragline reads, by the ending of a file's name: pipelines.ingestion.cleaners turns each
 # kind into Markdown (a PDF's text is read by pipelines.ingestion.pdf_text). The default include is all of

@@ -14,7 +14,7 @@ from typing import Any
 from hamilton import driver
 
 from pipelines.adapters.llm_harness import GenerationUnavailable, LLMHarness
-from pipelines.answering.citations import CitationError, UncitedAnswer
+from pipelines.answering.citations import CitationError
 from pipelines.answering.litellm_generator import PROMPT_VERSION
 from pipelines.ports import StoreUnavailable
 from pipelines.retrieval.bm25 import MemoryBM25Cache
@@ -95,6 +95,8 @@ class BackHalf:
         if variants["generator"] == "litellm":
             inputs["prompt_version"] = PROMPT_VERSION
             inputs["generator_model"] = s.llm_model
+            inputs["llm_context_chars"] = s.llm_context_chars
+            inputs["llm_structured_output"] = s.llm_structured_output
         return inputs
 
 
@@ -116,6 +118,7 @@ ANSWER_SETTINGS = (
     "answer_sentences",
     "verify_min_support",
     "verify_action",
+    "llm_context_chars",
 )
 
 
@@ -156,6 +159,4 @@ def failure(exc: BaseException) -> tuple[int, str] | None:
         return 503, "verification_unavailable"
     if isinstance(exc, CitationError):
         return 502, "invalid_citation"
-    if isinstance(exc, UncitedAnswer):
-        return 502, "uncited_answer"
     return None

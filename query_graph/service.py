@@ -26,11 +26,11 @@ from pipelines.text.language import SpokenLanguage
 from query_graph.active_index import ActiveIndex, FingerprintMismatch, NoActiveIndex, VectorStoreUnavailable
 from query_graph.back_half import BackHalf, failure
 from query_graph.front import FRONT_STAGES, FrontHalf
-from query_graph.timing import current_timings
+from query_graph.timing import current_timings, request_started
 
 log = structlog.get_logger(__name__)
 
-FRONT_NODES = [node for stage in FRONT_STAGES for node in stage]  # called stage by stage by FrontHalf.run
+FRONT_NODES = [node for stage in FRONT_STAGES for node in stage]  # run stage by stage by FrontHalf.run
 ANSWER_NODES = ["reply"]
 RETRIEVAL_PROFILE = "hybrid-rrf"
 
@@ -115,6 +115,7 @@ class QueryService:
         started = time.perf_counter()
         timings: dict[str, float] = {}
         token = current_timings.set(timings)
+        began = request_started.set(started)
         try:
             try:
                 chosen = self.back.variants(variants)
@@ -126,7 +127,7 @@ class QueryService:
             spoken = SpokenLanguage(language, language_probability) if language else None
             try:
                 inputs = self.graph_inputs(question, top_k, chosen, version, index, spoken)
-                front = self.front.run(inputs, overrides)  # stops at a refusal, clarify, hit or gate
+                front = self.front.run(graph, inputs, overrides)  # stops at a refusal, clarify, hit or gate
             except Exception as exc:
                 _raise_back_failure(exc)
                 raise
@@ -148,6 +149,7 @@ class QueryService:
                     self.front.remember(front, result)
         finally:
             current_timings.reset(token)
+            request_started.reset(began)
         timings["total"] = round((time.perf_counter() - started) * 1000, 3)
         result["timings_ms"] = timings
         log.info(

@@ -14,6 +14,7 @@ import threading
 from typing import Any
 
 from pipelines.answering.citations import ValidatedSentence
+from query_graph.timing import mark_first_sentence
 
 
 class GenerationCancelled(RuntimeError):
@@ -40,6 +41,7 @@ current_sink: contextvars.ContextVar[SentenceSink | None] = contextvars.ContextV
 
 
 def release(index: int, sentence: ValidatedSentence) -> None:
+    mark_first_sentence()
     sink = current_sink.get()
     if sink is not None:
         sink.release(index, sentence)

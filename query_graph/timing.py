@@ -45,3 +45,15 @@ def timed(node_name: str, fn: Callable[..., T], kwargs: dict[str, Any]) -> T:
     if timings is not None:
         timings[node_name] = round((time.perf_counter() - started) * 1000, 3)
     return value
+
+
+# When the request began (perf_counter seconds), for `first_sentence`: set by QueryService.answer.
+request_started: contextvars.ContextVar[float | None] = contextvars.ContextVar("ragline_request_started", default=None)
+
+
+def mark_first_sentence() -> None:
+    """Record `first_sentence`, milliseconds from the request's start to its first validated and verified
+    sentence, the first time one is released (query_graph/sink.py)."""
+    timings, started = current_timings.get(), request_started.get()
+    if timings is not None and started is not None and "first_sentence" not in timings:
+        timings["first_sentence"] = round((time.perf_counter() - started) * 1000, 3)

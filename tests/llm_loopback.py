@@ -3,7 +3,7 @@
 It speaks the chat-completions protocol (JSON, and SSE when `stream` is true) over a real socket, so
 litellm, its HTTP client and our harness run for real; only the completion itself comes from a small
 deterministic procedure instead of a language model: the context sentence that shares the most words
-with the question. Behaviours can be scripted per request (`fail` with 500, `hang`, `break` mid-stream)
+with the question, in the JSON reply the generator's schema asks for (pipelines/answering/litellm_generator.py). Behaviours can be scripted per request (`fail` with 500, `hang`, `break` mid-stream)
 to exercise retries, the circuit breaker, the deadline and the fallback.
 """
 
@@ -27,15 +27,19 @@ def _words(text: str) -> set[str]:
 
 
 def _passages(prompt: str) -> list[tuple[str, str]]:
-    """(chunk_id, text) of each `[C:<id>] title\\ntext` block of our prompt."""
+    """(number, text) of each `[<n>] title\\ntext` block of our prompt (the passages are numbered from 1)."""
     body = prompt.split("Question:")[0]
-    blocks = re.split(r"\n\n(?=\[C:)", body)
+    blocks = re.split(r"\n\n(?=\[\d+\] )", body)
     out = []
     for block in blocks:
-        match = re.match(r"\s*(?:Context passages:\s*)?\[C:([A-Za-z0-9_\-]+)\][^\n]*\n(.*)", block, re.S)
+        match = re.match(r"\s*(?:Passages:\s*)?\[(\d+)\][^\n]*\n(.*)", block, re.S)
         if match:
             out.append((match.group(1), match.group(2)))
     return out
+
+
+def _reply(kind: str, *sentences: tuple[str, list[int]]) -> str:
+    return json.dumps({"kind": kind, "sentences": [{"text": t, "sources": s} for t, s in sentences]})
 
 
 def answer_for(messages: list[dict[str, str]], mode: str) -> str:
@@ -48,25 +52,32 @@ def answer_for(messages: list[dict[str, str]], mode: str) -> str:
     if prompt.startswith("Rewrite this question"):
         return " ".join(sorted(_words(prompt.split("Question:", 1)[1])))
     if mode == "no_answer":
-        return "NO_ANSWER"
+        return _reply("no_answer")
     if mode == "clarify":
-        return "CLARIFY: Which part of harbor do you mean: installing it, configuring it or the CLI?"
+        question = "Which part of harbor do you mean: installing it, configuring it or the CLI?"
+        return _reply("clarify", (question, [1]))
     question = _words(prompt.rsplit("Question:", 1)[1])
+    passages = _passages(prompt)
     best: tuple[int, str, str] = (-1, "", "")
-    for chunk_id, text in _passages(prompt):
+    for number, text in passages:
         prose = " ".join(line for line in text.splitlines() if not line.lstrip().startswith("#"))
         for sentence in re.split(r"(?<=[.!?])\s+", prose):
             score = len(question & _words(sentence))
             if score > best[0] and len(sentence.split()) >= 4:
-                best = (score, chunk_id, sentence.strip().rstrip("."))
-    _, chunk_id, sentence = best
-    if mode == "plain":  # a small model that writes no markers
-        return f"{sentence}. Harbor is a tool."
+                best = (score, number, sentence.strip())
+    _, number, sentence = best
+    if mode == "prose":  # a server that ignores `response_format`
+        return f"{sentence} Harbor is a tool."
+    if mode == "padded":  # one true sentence, one that no passage supports
+        return _reply("answer", (sentence, [int(number)]), ("Harbor is written in Rust and Go.", [int(number)]))
+    if mode == "wrong_source":  # the right sentence, cited to another passage
+        other = next(n for n, _ in passages if n != number)
+        return _reply("answer", (sentence, [int(other)]))
     if mode == "long":  # many cited sentences, to watch them arrive (and stop) one by one
-        return " ".join(f"{sentence} [C:{chunk_id}]." for _ in range(12))
-    if mode == "forged":
-        return f"{sentence} [C:ffffffffffff-99]."
-    return f"{sentence} [C:{chunk_id}]."
+        return _reply("answer", *[(sentence, [int(number)]) for _ in range(12)])
+    if mode == "forged":  # a passage number that was not given (a server that ignores the schema)
+        return _reply("answer", (sentence, [99]))
+    return _reply("answer", (sentence, [int(number)]))
 
 
 class LoopbackLLM:
@@ -75,6 +86,7 @@ class LoopbackLLM:
         self.script: list[str] = []  # behaviour of the next requests: ok | fail | hang | break
         self.requests = 0
         self.authorizations: list[str | None] = []  # each request's Authorization header
+        self.bodies: list[dict[str, Any]] = []  # each request's JSON body
         self.tokens_sent = 0
         self.disconnected = threading.Event()
         self._server = ThreadingHTTPServer(("127.0.0.1", 0), self._handler())
@@ -98,6 +110,7 @@ class LoopbackLLM:
                 body = json.loads(self.rfile.read(int(self.headers.get("Content-Length", 0))) or b"{}")
                 llm.requests += 1
                 llm.authorizations.append(self.headers.get("Authorization"))
+                llm.bodies.append(body)
                 behaviour = llm.script.pop(0) if llm.script else "ok"
                 if behaviour == "fail":
                     payload = json.dumps({"error": {"message": "scripted failure", "type": "server_error"}}).encode()

@@ -150,9 +150,15 @@ class LLMHarness:
         """Exponential backoff with full-range jitter (0.5x..1.5x), so retries of many requests spread out."""
         return self.backoff * (2**attempt) * self._random.uniform(0.5, 1.5)
 
-    def stream(self, messages: list[dict[str, str]], max_tokens: int | None = None) -> TokenStream:
+    def stream(
+        self,
+        messages: list[dict[str, str]],
+        max_tokens: int | None = None,
+        response_format: dict[str, Any] | None = None,
+    ) -> TokenStream:
+        """`response_format`: passed to the provider as is (a JSON schema that constrains the reply)."""
         out = TokenStream(iter(()))
-        out._tokens = self._tokens(messages, max_tokens or self.max_tokens, out)
+        out._tokens = self._tokens(messages, max_tokens or self.max_tokens, out, response_format)
         return out
 
     def complete(self, messages: list[dict[str, str]], max_tokens: int | None = None) -> Completion:
@@ -161,8 +167,15 @@ class LLMHarness:
         assert stream.provider is not None
         return Completion(text, stream.provider, stream.attempts)
 
-    def _tokens(self, messages: list[dict[str, str]], max_tokens: int, out: TokenStream) -> Iterator[str]:
+    def _tokens(
+        self,
+        messages: list[dict[str, str]],
+        max_tokens: int,
+        out: TokenStream,
+        response_format: dict[str, Any] | None = None,
+    ) -> Iterator[str]:
         litellm = _litellm()
+        extra = {"response_format": response_format} if response_format is not None else {}
         deadline = time.monotonic() + self.deadline_seconds
         errors: list[str] = []
         for provider in self.providers:
@@ -188,6 +201,7 @@ class LLMHarness:
                         max_tokens=max_tokens,
                         temperature=self.temperature,
                         num_retries=0,
+                        **extra,
                     )
                     for chunk in response:
                         if time.monotonic() > deadline:

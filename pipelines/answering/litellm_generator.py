@@ -1,35 +1,47 @@
-"""The litellm generator: its prompt, and turning a token stream into cited sentences.
+"""The litellm generator: its prompt, the JSON schema that constrains the model's reply, and reading that
+reply sentence by sentence as it streams.
 
-The prompt asks for context-only answers with `[C:<chunk_id>]` markers, a false premise corrected
-(with a citation) rather than refused, a clarifying question for a vague request, and a fixed reply
-when the context does not answer. Small local models often leave markers out, so a sentence without
-one gets the marker of the passage that supports it best (`pipelines.answering.verification.supporting_passage`), or is
-not released at all.
+The model writes each sentence together with the numbers of the passages that support it, and nothing
+else: the reply is constrained by a JSON schema (`answer_schema`), sent as the request's `response_format`
+(litellm passes it through; llama.cpp and llama-cpp-python's server turn it into a grammar, OpenAI-compatible
+hosts into structured output). The passage numbers are an `enum` of the passages supplied, so a model
+cannot cite one it was not given, and ragline attaches no citation after generation: a sentence whose
+cited passages do not support it is withheld, never cited to another one.
+
+The passages are the CRAG refine step's knowledge strips (pipelines/answering/crag.py), the sentences of
+each retrieved passage that bear on the question, cut to a character budget (`fit_passages`): a small
+local model reads a prompt at about a hundred tokens a second on 2 cores, so what it reads is what it costs.
 """
 
 from __future__ import annotations
 
+import json
+import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
+from typing import Any, Literal
 
-from pipelines.answering.citations import markers, split_sentences, strip_markers
+from pipelines.answering.citations import MARKER
 from pipelines.answering.extractive import with_marker
-from pipelines.answering.verification import supporting_passage
 
-# Part of the cache namespace: raised when the prompt or the reading of a model's answer changes (v2: a list
-# item is one sentence to the end of its line, pipelines/answering/citations.py), so no answer cached by the old rules is served.
-PROMPT_VERSION = "litellm-v2"
-NO_ANSWER = "NO_ANSWER"
-CLARIFY = "CLARIFY:"
+# Part of the cache namespace: raised when the prompt or the reading of a model's answer changes (v3: a JSON
+# reply of sentences with their passage numbers, constrained by a schema, from the knowledge strips).
+PROMPT_VERSION = "litellm-v3"
+KINDS = ("answer", "no_answer", "clarify")
+MAX_SENTENCES = 4
+MAX_SOURCES = 3
+StructuredOutput = Literal["json_schema", "json_object"]
 
-SYSTEM_PROMPT = f"""You answer questions about a body of documentation using ONLY the numbered context passages.
+SYSTEM_PROMPT = """You answer questions about a body of documentation using ONLY the numbered passages.
+Reply in JSON: {"kind": "answer", "sentences": [{"text": "<one sentence>", "sources": [<numbers of the passages that state it>]}]}
 Rules:
-- Every sentence of your answer ends with the marker of the passage that supports it, like [C:abc123-4].
-  Use only the chunk ids given in the context. Never cite anything else.
-- Answer in at most four short sentences, in the language of the question.
-- If the question rests on a false premise, say what the documentation says instead, with its marker.
-- If the question is too vague to answer, reply with one line: {CLARIFY} <a question asking what is meant>.
-- If the context does not contain the answer, reply with exactly: {NO_ANSWER}"""
+- Each sentence states what its passages say, in their words where you can, and lists only those passages.
+- Answer the question itself first (the value, name, command or code asked for), in at most three short
+  sentences, in the language of the question. Copy code, names and numbers exactly.
+- If the question rests on a false premise, say what the passages say instead.
+- If the passages do not answer the question, reply {"kind": "no_answer", "sentences": []}.
+- If the question is too vague to answer, reply {"kind": "clarify", "sentences": [{"text": "<a question
+  asking what is meant>", "sources": [1]}]}."""
 
 
 @dataclass(frozen=True)
@@ -39,44 +51,187 @@ class Passage:
     text: str
 
 
+def fit_passages(passages: Sequence[Passage], budget_chars: int, least_chars: int = 200) -> list[Passage]:
+    """The passages in order until `budget_chars` of text; the one that would cross it is cut at the end of
+    the last strip (else sentence) that fits, and kept only when at least `least_chars` of it fit. The first
+    passage is always kept, cut if it must be: a model given nothing cannot answer."""
+    kept: list[Passage] = []
+    left = budget_chars
+    for passage in passages:
+        if len(passage.text) <= left:
+            kept.append(passage)
+            left -= len(passage.text)
+            continue
+        if left >= least_chars or not kept:
+            cut = passage.text[: max(left, least_chars)]
+            boundary = cut.rfind("\n\n")  # a strip's end, else a sentence's, else where the budget ends
+            boundary = boundary if boundary > 0 else cut.rfind(". ") + 1
+            text = cut[:boundary] if boundary > 0 else cut
+            kept.append(Passage(passage.chunk_id, passage.title, text.rstrip()))
+        break
+    return kept
+
+
 def build_messages(question: str, passages: Sequence[Passage]) -> list[dict[str, str]]:
-    context = "\n\n".join(f"[C:{p.chunk_id}] {p.title}\n{p.text}" for p in passages)
-    user = f"Context passages:\n\n{context}\n\nQuestion: {question}"
+    """System prompt, then the passages numbered from 1 and the question."""
+    context = "\n\n".join(f"[{i}] {p.title}\n{p.text}" for i, p in enumerate(passages, 1))
+    user = f"Passages:\n\n{context}\n\nQuestion: {question}"
     return [{"role": "system", "content": SYSTEM_PROMPT}, {"role": "user", "content": user}]
 
 
-def sentences_as_they_complete(tokens: Iterable[str]) -> Iterator[str]:
-    """Yield each sentence of a token stream once it is complete (the rest at the end).
+def answer_schema(passages: int) -> dict[str, Any]:
+    """The reply's JSON schema: its kind, then sentences, each with 1..3 passage numbers out of those given.
+    The properties are in the order the model writes them (llama.cpp's grammar keeps the schema's order):
+    the kind first, so a refusal costs a few tokens."""
+    sentence = {
+        "type": "object",
+        "properties": {
+            "text": {"type": "string"},
+            "sources": {
+                "type": "array",
+                "items": {"type": "integer", "enum": list(range(1, passages + 1))},
+                "minItems": 1,
+                "maxItems": min(MAX_SOURCES, max(passages, 1)),
+            },
+        },
+        "required": ["text", "sources"],
+        "additionalProperties": False,
+    }
+    return {
+        "type": "object",
+        "properties": {
+            "kind": {"type": "string", "enum": list(KINDS)},
+            "sentences": {"type": "array", "items": sentence, "maxItems": MAX_SENTENCES},
+        },
+        "required": ["kind", "sentences"],
+        "additionalProperties": False,
+    }
 
-    A sentence is complete when another has begun after it. A piece that starts with `[` might be a
-    marker still arriving for the previous sentence, so it waits until the marker is whole."""
-    text = ""
-    emitted = 0
-    for token in tokens:
-        text += token
-        pieces = split_sentences(text)
-        ready = len(pieces) - 1
-        if ready > emitted and pieces[-1].startswith("["):
-            ready -= 1
-        while emitted < ready:
-            yield pieces[emitted]
-            emitted += 1
-    yield from split_sentences(text)[emitted:]
+
+def response_format(schema: dict[str, Any], form: StructuredOutput) -> dict[str, Any]:
+    """The request's `response_format`: OpenAI's `json_schema` (OpenAI, vLLM, llama.cpp's llama-server, and
+    the providers litellm translates it for), or `json_object` with a `schema`, the form llama-cpp-python's
+    server reads (it refuses `json_schema`)."""
+    if form == "json_object":
+        return {"type": "json_object", "schema": schema}
+    return {"type": "json_schema", "json_schema": {"name": "cited_answer", "schema": schema, "strict": False}}
 
 
-def attach_citation(sentence: str, passages: Sequence[Passage], min_support: float) -> str | None:
-    """The sentence with a marker: its own, else the best-supporting passage's; None when none supports it."""
-    if markers(sentence):
-        return sentence
-    chunk_id = supporting_passage(sentence, [(p.chunk_id, p.text) for p in passages], min_support)
-    return with_marker(strip_markers(sentence), chunk_id) if chunk_id else None
+@dataclass(frozen=True)
+class ModelSentence:
+    """One sentence of the model's reply, as it wrote it: its text and its passage numbers."""
+
+    text: str
+    sources: tuple[int, ...]
 
 
-def classify(text: str) -> str:
-    """What kind of reply the model gave: `no_answer`, `clarify` or `answer`."""
-    stripped = text.strip()
-    if not stripped or stripped.upper().startswith(NO_ANSWER) or stripped.upper().rstrip(".") == "I DON'T KNOW":
-        return "no_answer"
-    if stripped.upper().startswith(CLARIFY):
-        return "clarify"
-    return "answer"
+class MalformedReply(ValueError):
+    """The reply is not the JSON the schema asks for (a server that ignored `response_format`, a reply cut
+    off by the token limit)."""
+
+
+@dataclass
+class ReplyReader:
+    """Reads the model's JSON reply as its tokens arrive: the `kind` once written, and each sentence object
+    the moment it is closed. A string-aware bracket scanner finds where each object of `sentences` starts
+    and ends, and `json.loads` reads it whole; nothing is guessed from a half-written object."""
+
+    text: str = ""
+    kind: str | None = None
+    _pos: int = 0
+    _depth: int = 0
+    _in_string: bool = False
+    _escaped: bool = False
+    _start: int = -1
+    _closed: bool = False  # the root object ended
+
+    def feed(self, token: str) -> list[ModelSentence]:
+        self.text += token
+        found: list[ModelSentence] = []
+        while self._pos < len(self.text):
+            char = self.text[self._pos]
+            if self._in_string:
+                if self._escaped:
+                    self._escaped = False
+                elif char == "\\":
+                    self._escaped = True
+                elif char == '"':
+                    self._in_string = False
+            elif char == '"':
+                self._in_string = True
+            elif char in "{[":
+                self._depth += 1
+                if self._depth == 3 and char == "{":
+                    self._start = self._pos
+            elif char in "}]":
+                if self._depth == 3 and char == "}" and self._start >= 0:
+                    found.append(_sentence(self.text[self._start : self._pos + 1]))
+                    self._start = -1
+                self._depth -= 1
+                if self._depth == 0:
+                    self._closed = True
+            self._pos += 1
+        if self.kind is None:
+            match = re.search(r'"kind"\s*:\s*"([a-z_]+)"', self.text)
+            if match:
+                self.kind = match.group(1)
+        return [s for s in found if s is not None]
+
+    def finish(self) -> dict[str, Any]:
+        """The whole reply read as JSON; raises `MalformedReply` when it is not the object asked for."""
+        try:
+            value = json.loads(self.text)
+        except json.JSONDecodeError as exc:
+            raise MalformedReply(f"the reply is not JSON ({exc.msg} at {exc.pos} of {len(self.text)} chars)") from exc
+        if not isinstance(value, dict) or value.get("kind") not in KINDS:
+            raise MalformedReply("the reply's `kind` is not one of " + ", ".join(KINDS))
+        if not isinstance(value.get("sentences", []), list):
+            raise MalformedReply("the reply's `sentences` is not a list")
+        return value
+
+
+def _sentence(raw: str) -> ModelSentence | None:
+    try:
+        value = json.loads(raw)
+    except json.JSONDecodeError:
+        return None
+    return as_sentence(value)
+
+
+def as_sentence(value: Any) -> ModelSentence | None:
+    """A sentence object read into a `ModelSentence`; None when it is not one (no text, sources not numbers)."""
+    if not isinstance(value, dict) or not isinstance(value.get("text"), str):
+        return None
+    sources = value.get("sources")
+    if not isinstance(sources, list) or not all(isinstance(s, int) and not isinstance(s, bool) for s in sources):
+        return None
+    text = clean_text(value["text"])
+    return ModelSentence(text, tuple(dict.fromkeys(sources))) if text else None
+
+
+# What a model may still write in its text though the sources carry the citations: "[1]", "[C:...]", "(2)".
+_INLINE_CITATION = re.compile(r"\s*(?:\[(?:\d+(?:\s*,\s*\d+)*)\]|\((?:passage\s*)?\d+\))")
+
+
+def clean_text(text: str) -> str:
+    """The sentence's text without citations of its own (the sources carry them) and outer white space."""
+    return _INLINE_CITATION.sub("", MARKER.sub("", text)).strip()
+
+
+def cited_text(sentence: ModelSentence, passages: Sequence[Passage]) -> tuple[str, list[str]] | None:
+    """The sentence with the `[C:<chunk_id>]` marker of each passage it names (on each of its sentences,
+    should the model have written two in one) and those chunk ids; None when it names no passage that was
+    given (a server that ignored the schema)."""
+    ids = list(dict.fromkeys(passages[n - 1].chunk_id for n in sentence.sources if 1 <= n <= len(passages)))
+    if not ids:
+        return None
+    text = sentence.text
+    for chunk_id in ids:
+        text = with_marker(text, chunk_id)
+    return text, ids
+
+
+def sentences_of(reader_tokens: Iterable[str], reader: ReplyReader) -> Iterator[ModelSentence]:
+    """Each sentence of a token stream once its object is closed."""
+    for token in reader_tokens:
+        yield from reader.feed(token)

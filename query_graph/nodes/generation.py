@@ -1,21 +1,34 @@
 """Generation nodes. `extractive` (the default, no language model) takes cited sentences from the
-passages; `litellm` streams an answer from any provider through the harness (pipelines/adapters/llm_harness.py)
-and validates, cites and verifies each sentence as soon as it is complete."""
+passages; `litellm` streams an answer from any provider through the harness (pipelines/adapters/llm_harness.py),
+constrained to sentences with the passages they cite, and verifies each sentence as soon as it is complete."""
 
 from __future__ import annotations
 
+import inspect
 from collections.abc import Iterator
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from typing import Any
 
 from hamilton.function_modifiers import config
 
 from pipelines.adapters.llm_harness import LLMHarness
 from pipelines.answering import asked
-from pipelines.answering.citations import CitationError, UncitedAnswer, ValidatedSentence, markers
+from pipelines.answering.citations import ValidatedSentence
+from pipelines.answering.crag import knowledge_strips
 from pipelines.answering.extractive import SentenceRanker, extract_answer
-from pipelines.answering.litellm_generator import CLARIFY, NO_ANSWER, Passage, attach_citation, build_messages, classify
-from pipelines.answering.litellm_generator import sentences_as_they_complete as complete_sentences
+from pipelines.answering.litellm_generator import (
+    MalformedReply,
+    ModelSentence,
+    Passage,
+    ReplyReader,
+    StructuredOutput,
+    answer_schema,
+    build_messages,
+    cited_text,
+    fit_passages,
+    response_format,
+    sentences_of,
+)
 from pipelines.retrieval.rerank import CrossEncoderReranker
 from pipelines.text.analysis import Analyzer, analyzer
 from pipelines.text.language import LanguageGuess
@@ -36,6 +49,13 @@ class Draft:
     dropped: tuple[str, ...] = ()
     attached: int = 0  # citations attached after generation to sentences that had none
     sentence_ranker: str | None = None  # what ordered an extractive answer's sentences
+    # litellm: the model's sentences withheld because no passage they cite supports them (each with why),
+    # why the extractive answer replaced the model's reply (None: it did not), the kind of reply the model
+    # wrote, and why the model's reply broke off after some released sentences (None: it did not).
+    withheld: tuple[dict[str, Any], ...] = ()
+    fallback: str | None = None
+    model_kind: str | None = None
+    truncated: str | None = None
 
 
 @config.when(sentence_ranker="lexical")
@@ -85,10 +105,8 @@ def draft_answer__extractive(
     answer_sentence_ranker: SentenceRanker | None,
     answer_words: Analyzer,
     guardrail_language: LanguageGuess,
-    sentence_ranker: str = "lexical",
+    sentence_ranker: str,
 ) -> Draft:
-    """`sentence_ranker` (the graph's config): `asked` chooses the sentences by what the question asks
-    (pipelines/answering/asked.py); otherwise `answer_sentence_ranker` orders them (None: by coverage)."""
     if sentence_ranker == "asked":
         text, _ = asked.answer(
             question,
@@ -120,42 +138,84 @@ def _watched(tokens: Iterator[str], raw: list[str]) -> Iterator[str]:
         yield token
 
 
+def _strips(question: str, candidate: Candidate, words: Analyzer) -> Passage:
+    """A candidate as the model reads it: the knowledge strips of its passage (a refined context is strips
+    already, and stays as it is)."""
+    chunk = candidate.chunk
+    text = knowledge_strips(question, chunk.generation_text, words=words, language=chunk.language)
+    return Passage(chunk.chunk_id, chunk.title, text)
+
+
+def _extractive_fallback(reason: str, arguments: dict[str, Any], model: Draft) -> Draft:
+    """The extractive answer from the same passages, for a reply the model wrote badly, and why. The
+    extractive node is called with the arguments it takes (its signature is its own)."""
+    takes = inspect.signature(draft_answer__extractive).parameters
+    extractive = draft_answer__extractive(**{k: v for k, v in arguments.items() if k in takes})
+    return replace(
+        extractive,
+        generator="litellm",
+        provider=model.provider,
+        withheld=model.withheld,
+        fallback=reason,
+        model_kind=model.model_kind,
+    )
+
+
 @config.when(generator="litellm")
 def draft_answer__litellm(
     question: str,
     context_candidates: list[Candidate],
     llm_harness: LLMHarness,
     sentence_checker: Any,
-    verify_min_support: float,
+    answer_words: Analyzer,
+    llm_context_chars: int,
+    llm_structured_output: str,
+    answer_sentences: int,
+    min_answer_score: float,
+    answer_sentence_ranker: SentenceRanker | None,
+    guardrail_language: LanguageGuess,
+    sentence_ranker: str,
 ) -> Draft:
-    """Stream the model's answer; release each sentence once it is validated (and cited) and verified."""
+    """Stream the model's JSON reply (pipelines/answering/litellm_generator.py): each sentence with the passages
+    it cites, released the moment its object closes and its citations pass verification. A sentence none of
+    whose cited passages supports it is withheld, never cited to another passage. A reply the model wrote
+    badly (not the JSON asked for, or no sentence left) gives the extractive answer instead, and says why."""
+    arguments = dict(locals())
     if not context_candidates:
         return Draft("", "litellm", kind="no_answer")
-    passages = [Passage(c.chunk.chunk_id, c.chunk.title, c.chunk.generation_text) for c in context_candidates]
-    supplied = {p.chunk_id for p in passages}
-    stream = llm_harness.stream(build_messages(question, passages))
+    passages = fit_passages([_strips(question, c, answer_words) for c in context_candidates], llm_context_chars)
+    form: StructuredOutput = "json_object" if llm_structured_output == "json_object" else "json_schema"
+    schema = response_format(answer_schema(len(passages)), form)
+    stream = llm_harness.stream(build_messages(question, passages), response_format=schema)
     raw: list[str] = []
-    released: list[ValidatedSentence] = []
-    dropped: list[str] = []
-    attached = 0
-    kind = "answer"
+    reader = ReplyReader()
+    checked: list[ValidatedSentence] = []
+    withheld: list[dict[str, Any]] = []
+    waiting: list[ModelSentence] = []  # sentences read before the reply said it is an answer
+
+    def take(sentence: ModelSentence) -> None:
+        cited = cited_text(sentence, passages)
+        if cited is None:
+            withheld.append({"sentence": sentence.text, "sources": list(sentence.sources), "reason": "no such passage"})
+            return
+        whole = ValidatedSentence(*cited)
+        kept, report = sentence_checker.check(whole)
+        if kept is None or not set(kept.chunk_ids) <= set(whole.chunk_ids):  # a recited sentence is withheld too
+            reasons = "; ".join(dict.fromkeys(r["reason"] for r in report)) or "unsupported"
+            withheld.append({"sentence": sentence.text, "chunk_ids": whole.chunk_ids, "reason": reasons})
+            return
+        checked.append(whole)
+        sentence_checker.release(len(checked) - 1, whole)
+
     try:
-        for sentence in complete_sentences(_watched(iter(stream), raw)):
-            if not released and not dropped and sentence.upper().startswith((NO_ANSWER, CLARIFY)):
-                kind = classify(sentence)
-            if kind != "answer":
-                continue  # a refusal or a clarifying question is not released sentence by sentence
-            unknown = sorted({m for m in markers(sentence) if m not in supplied})
-            if unknown:
-                raise CitationError(unknown)
-            cited = attach_citation(sentence, passages, verify_min_support)
-            if cited is None:
-                dropped.append(sentence)
-                continue
-            attached += not markers(sentence)
-            checked = ValidatedSentence(cited, list(dict.fromkeys(markers(cited))))
-            released.append(checked)
-            sentence_checker.release(len(released) - 1, checked)
+        for sentence in sentences_of(_watched(iter(stream), raw), reader):
+            if reader.kind == "answer":
+                for early in waiting:
+                    take(early)
+                waiting.clear()
+                take(sentence)
+            else:
+                waiting.append(sentence)
     finally:
         stream.close()
     provider = stream.provider
@@ -164,8 +224,28 @@ def draft_answer__litellm(
         info = {"model": provider.model, "role": provider.role, "fallback_used": provider.role == "fallback"}
         info["attempts"] = stream.attempts
     text = "".join(raw).strip()
-    if kind == "answer" and not released and text:
-        raise UncitedAnswer(f"none of the model's {len(dropped)} sentence(s) is supported by a supplied passage")
+    try:
+        reply = reader.finish()
+        kind, problem = reply["kind"], None
+    except MalformedReply as exc:
+        kind, problem = reader.kind or "answer", str(exc)
+    model = Draft(text, "litellm", "answer", info, tuple(checked), (), 0, withheld=tuple(withheld), model_kind=kind)
+    if kind == "no_answer" and problem is None:
+        return replace(model, kind="no_answer", checked=())
     if kind == "clarify":
-        text = text[len(CLARIFY) :].strip() if text.upper().startswith(CLARIFY) else text
-    return Draft(text, "litellm", kind, info, tuple(released), tuple(dropped), attached)
+        asks = [s for s in waiting if s.text] if problem is None else []
+        if asks:
+            return replace(model, text=asks[0].text, kind="clarify", checked=())
+        return _extractive_fallback("the model asked back but wrote no question", arguments, model)
+    if kind == "answer" and reader.kind != "answer":  # the kind came last: its sentences are read now
+        for early in waiting:
+            take(early)
+        model = replace(model, checked=tuple(checked), withheld=tuple(withheld))
+    if checked:
+        return replace(model, fallback=None, truncated=problem)
+    if problem is not None:
+        return _extractive_fallback(f"the model's reply is not the JSON asked for: {problem}", arguments, model)
+    if withheld:
+        reason = f"none of the model's {len(withheld)} sentence(s) is supported by the passage it cites"
+        return _extractive_fallback(reason, arguments, model)
+    return _extractive_fallback("the model answered with no sentence", arguments, model)

@@ -94,5 +94,26 @@ def reply(
             **verified_answer.report,
             "attached_citations": draft_answer.attached,
             "dropped_sentences": len(draft_answer.dropped),
+            "withheld_sentences": len(draft_answer.withheld),
+            "withheld": list(draft_answer.withheld),
         },
+        "fallback": {"generator": "extractive", "reason": draft_answer.fallback} if draft_answer.fallback else None,
+        "note": generation_note(draft_answer),
     }
+
+
+def generation_note(draft: Draft) -> str | None:
+    """A short line for the user on what became of the model's reply: sentences withheld, the extractive
+    answer given instead, a reply that broke off; None when there is nothing to say."""
+    parts = []
+    if draft.withheld:
+        count = len(draft.withheld)
+        parts.append(
+            f"{count} sentence{'s' if count > 1 else ''} of the model's answer withheld: "
+            "no passage {} cites supports {}.".format(*(("they", "them") if count > 1 else ("it", "it")))
+        )
+    if draft.fallback:
+        parts.append(f"The model's reply could not be used ({draft.fallback}): this is the extractive answer.")
+    if draft.truncated:
+        parts.append(f"The model's reply broke off ({draft.truncated}); the sentences before it are shown.")
+    return " ".join(parts) or None

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 import sys
+from contextlib import ExitStack
 from typing import Any
 
 from pipelines.settings import Settings
@@ -49,6 +50,30 @@ def in_process_launcher(settings: Settings, stores: Any) -> Any:
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
+    """Serve; with `RAGLINE_GENERATOR=local`, the packaged model's server runs as a child of this process
+    for as long as it serves (pipelines/adapters/local_model.py)."""
+    from pipelines.adapters.local_model import LocalModelUnavailable, local_model
+
+    settings = settings_from(args)
+    with ExitStack() as stack:
+        if settings.local_llm:
+            try:
+                print("ragline: starting the local model ...", file=sys.stderr, flush=True)
+                settings, model = stack.enter_context(local_model(settings))
+            except LocalModelUnavailable as exc:
+                print(f"ragline: {exc}", file=sys.stderr, flush=True)
+                return 1
+            assert model is not None
+            print(
+                f"ragline: local model {settings.llm_model} serving at {settings.llm_api_base} (pid {model.pid}, "
+                f"log {model.log_file}); it stops with ragline",
+                file=sys.stderr,
+                flush=True,
+            )
+        return _serve(args, settings)
+
+
+def _serve(args: argparse.Namespace, settings: Settings) -> int:
     import uvicorn
 
     from assets.build import BuildFailed
@@ -57,7 +82,6 @@ def cmd_serve(args: argparse.Namespace) -> int:
     from server.app import create_app
     from server.tokens import load_or_create_token
 
-    settings = settings_from(args)
     stores = open_stores(settings)
     try:
         if not args.no_build:

@@ -1,14 +1,25 @@
 """The litellm generator through the whole query graph, against a real OpenAI-compatible server on
-loopback (tests/llm_loopback.py: real HTTP and SSE; completions from a deterministic procedure, not a
-model). Marker-bearing and marker-less answers, fallback, clarify, no_answer, forged markers, outages."""
+loopback (tests/llm_loopback.py: real HTTP and SSE; JSON replies from a deterministic procedure, not a
+model). Cited sentences, withheld ones, replies the model wrote badly, the provider's fallback, clarify,
+no_answer, outages."""
 
 from __future__ import annotations
 
+import json
 from collections.abc import Iterator
 
 import pytest
 
-from pipelines.answering.litellm_generator import Passage, attach_citation, classify, sentences_as_they_complete
+from pipelines.answering.litellm_generator import (
+    MalformedReply,
+    ModelSentence,
+    Passage,
+    ReplyReader,
+    answer_schema,
+    cited_text,
+    fit_passages,
+    response_format,
+)
 from query_graph.service import QueryFailed
 from tests.llm_loopback import closed_port, loopback_llm
 from tests.query_graph.harbor import Harbor, harbor_index
@@ -27,45 +38,101 @@ def llm_settings(api_base: str, **extra: object) -> dict[str, object]:
     return {"llm_model": "openai/loopback", "llm_api_base": api_base, "llm_backoff_seconds": 0.01, **extra}
 
 
-def test_sentences_are_released_as_they_complete() -> None:
-    tokens = list("The port is 7420. [C:ab-1] Set HARBOR_PORT to change it [C:ab-1]. Logs last 14 days.")
-    assert list(sentences_as_they_complete(tokens)) == [
-        "The port is 7420. [C:ab-1]",
-        "Set HARBOR_PORT to change it [C:ab-1].",
-        "Logs last 14 days.",
-    ]
-    assert classify("NO_ANSWER") == "no_answer" and classify("CLARIFY: which one?") == "clarify"
-
-
-def test_a_sentence_without_a_marker_gets_the_passage_that_supports_it() -> None:
-    passages = [
-        Passage("aa-0", "Install", "Harbor runs on Linux and macOS."),
-        Passage("bb-1", "Ports", "The dashboard listens on port 7420 by default."),
-    ]
-    assert attach_citation("The dashboard listens on port 7420.", passages, 0.6) == (
-        "The dashboard listens on port 7420 [C:bb-1]."
+def test_the_reply_is_read_sentence_by_sentence_as_it_streams() -> None:
+    reply = json.dumps(
+        {
+            "kind": "answer",
+            "sentences": [
+                {"text": 'The port is 7420 [1], "}" included.', "sources": [1]},
+                {"text": "Set HARBOR_PORT to change it.", "sources": [2, 1, 2]},
+            ],
+        }
     )
-    assert attach_citation("Harbor is written in Rust.", passages, 0.6) is None
+    reader, seen = ReplyReader(), []
+    for i, char in enumerate(reply):
+        for sentence in reader.feed(char):
+            seen.append((i, sentence))
+    assert [s for _, s in seen] == [
+        ModelSentence('The port is 7420, "}" included.', (1,)),  # an inline citation is the sources' job
+        ModelSentence("Set HARBOR_PORT to change it.", (2, 1)),
+    ]
+    # Each read the moment its object closes, before the rest of the reply has arrived.
+    assert [i for i, _ in seen] == [reply.index("[1]}") + 3, reply.index("2]}") + 2]
+    assert reader.kind == "answer" and reader.finish()["kind"] == "answer"
+    cut = ReplyReader()
+    cut.feed(reply[:-20])
+    with pytest.raises(MalformedReply):
+        cut.finish()
 
 
-def test_litellm_answer_with_markers_is_validated_and_cited(harbor: Harbor) -> None:
+def test_the_schema_names_only_the_passages_given_and_the_citations_are_theirs() -> None:
+    schema = answer_schema(3)
+    sources = schema["properties"]["sentences"]["items"]["properties"]["sources"]
+    assert sources["items"]["enum"] == [1, 2, 3] and sources["minItems"] == 1
+    assert list(schema["properties"]) == ["kind", "sentences"]
+    assert response_format(schema, "json_object") == {"type": "json_object", "schema": schema}
+    assert response_format(schema, "json_schema")["json_schema"]["schema"] == schema
+    passages = [Passage("aa-0", "Install", "Harbor runs on Linux."), Passage("bb-1", "Ports", "Port 7420.")]
+    assert cited_text(ModelSentence("The dashboard listens on port 7420.", (2,)), passages) == (
+        "The dashboard listens on port 7420 [C:bb-1].",
+        ["bb-1"],
+    )
+    assert cited_text(ModelSentence("Port 7420.", (7,)), passages) is None  # a number that was not given
+
+
+def test_passages_are_cut_to_the_budget_at_a_strip() -> None:
+    long = Passage("aa-0", "A", "First strip here.\n\n" + "x" * 300)
+    assert fit_passages([long, Passage("bb-1", "B", "y" * 100)], 250)[0].text == "First strip here."
+    assert [p.chunk_id for p in fit_passages([Passage("a", "", "x" * 100)] * 3, 250)] == ["a", "a"]
+
+
+def test_litellm_answer_cites_what_the_model_wrote_from_the_strips(harbor: Harbor) -> None:
     with loopback_llm() as llm:
         reply = harbor.service(**llm_settings(llm.api_base)).answer(PORT_Q, variants=LITELLM)
     assert reply["status"] == "answered" and "7420" in reply["answer"]
     assert reply["generator"] == "litellm" and reply["provider"]["role"] == "primary"
-    assert not reply["provider"]["fallback_used"]
+    assert not reply["provider"]["fallback_used"] and reply["fallback"] is None and reply["note"] is None
     assert reply["citations"][0]["document_id"] == "guide/config.md"
-    assert reply["verification"]["attached_citations"] == 0 and reply["verification"]["mode"] == "lexical"
+    assert reply["verification"]["attached_citations"] == 0 and reply["verification"]["withheld_sentences"] == 0
+    assert 0 < reply["timings_ms"]["first_sentence"] <= reply["timings_ms"]["total"]
+    body = next(b for b in llm.bodies if "response_format" in b)
+    enum = body["response_format"]["json_schema"]["schema"]["properties"]["sentences"]["items"]
+    assert enum["properties"]["sources"]["items"]["enum"][0] == 1
+    prompt = body["messages"][-1]["content"]
+    assert "[1] " in prompt and "[C:" not in prompt  # numbered passages: the model never sees a chunk id
+    assert len(prompt.split("Question:")[0]) <= 1600 + 200  # the strips, within the budget (titles aside)
 
 
-def test_marker_less_model_output_still_yields_cited_sentences(harbor: Harbor) -> None:
-    with loopback_llm(mode="plain") as llm:
+def test_a_sentence_no_cited_passage_supports_is_withheld_and_counted(harbor: Harbor) -> None:
+    with loopback_llm(mode="padded") as llm:
         reply = harbor.service(**llm_settings(llm.api_base)).answer(PORT_Q, variants=LITELLM)
     assert reply["status"] == "answered" and "7420" in reply["answer"]
-    assert reply["verification"]["attached_citations"] == 1
-    # "Harbor is a tool." is supported by no passage: it is not released.
-    assert "Harbor is a tool" not in reply["answer"] and reply["verification"]["dropped_sentences"] == 1
-    assert reply["citations"] and f"[C:{reply['citations'][0]['chunk_id']}]" in reply["answer"]
+    assert "Rust" not in reply["answer"] and reply["verification"]["withheld_sentences"] == 1
+    assert reply["verification"]["withheld"][0]["sentence"].startswith("Harbor is written in Rust")
+    assert reply["note"].startswith("1 sentence of the model's answer withheld") and reply["fallback"] is None
+
+
+def test_a_sentence_cited_to_the_wrong_passage_is_withheld_not_recited(harbor: Harbor) -> None:
+    # The true sentence cites a passage that does not say it: it is not moved to the passage that does.
+    # With nothing left of the model's reply, the extractive answer is given, and the reply says so.
+    with loopback_llm(mode="wrong_source") as llm:
+        reply = harbor.service(**llm_settings(llm.api_base)).answer(PORT_Q, variants=LITELLM)
+    assert reply["verification"]["withheld_sentences"] == 1
+    assert not any(p.get("action") == "recited" for p in reply["verification"]["unsupported"])
+    assert reply["fallback"]["generator"] == "extractive"
+    assert "supported by the passage it cites" in reply["fallback"]["reason"]
+    assert reply["status"] == "answered" and "7420" in reply["answer"] and "extractive answer" in reply["note"]
+
+
+@pytest.mark.parametrize("mode", ["prose", "forged"])
+def test_a_reply_the_model_wrote_badly_falls_back_to_the_extractive_answer(harbor: Harbor, mode: str) -> None:
+    """Prose from a server that ignored the schema, or a passage number it was not given: no 5xx."""
+    with loopback_llm(mode=mode) as llm:
+        reply = harbor.service(**llm_settings(llm.api_base)).answer(PORT_Q, variants=LITELLM)
+    assert reply["status"] == "answered" and "7420" in reply["answer"]
+    assert reply["fallback"]["generator"] == "extractive" and reply["note"]
+    extractive = harbor.service().answer(PORT_Q)
+    assert reply["answer"] == extractive["answer"]
 
 
 def test_fallback_provider_is_reported_in_the_reply(harbor: Harbor) -> None:
@@ -86,12 +153,6 @@ def test_generator_down_after_retries_is_503(harbor: Harbor) -> None:
     with pytest.raises(QueryFailed) as info:
         harbor.service(**settings).answer(PORT_Q, variants=LITELLM)
     assert info.value.status == 503 and info.value.code == "generation_unavailable"
-
-
-def test_forged_marker_from_the_model_is_502(harbor: Harbor) -> None:
-    with loopback_llm(mode="forged") as llm, pytest.raises(QueryFailed) as info:
-        harbor.service(**llm_settings(llm.api_base)).answer(PORT_Q, variants=LITELLM)
-    assert info.value.status == 502 and info.value.code == "invalid_citation"
 
 
 def test_model_clarify_and_no_answer_replies(harbor: Harbor) -> None:

@@ -4,6 +4,7 @@ procedure, not a model). Retries, breaker, deadline and fallback run through lit
 
 from __future__ import annotations
 
+import json
 import time
 
 import pytest
@@ -14,7 +15,7 @@ from tests.llm_loopback import closed_port, loopback_llm
 MESSAGES = [
     {
         "role": "user",
-        "content": "Context passages:\n\n[C:abc-1] Ports\nThe dashboard listens on port 7420 by default.\n\n"
+        "content": "Passages:\n\n[1] Ports\nThe dashboard listens on port 7420 by default.\n\n"
         "Question: Which port does the dashboard listen on?",
     }
 ]
@@ -31,8 +32,19 @@ def test_streams_tokens_from_a_real_server() -> None:
         stream = harness(Provider("openai/loopback", llm.api_base)).stream(MESSAGES)
         tokens = list(stream)
     assert len(tokens) > 3, "the answer arrives as several SSE deltas"
-    assert "".join(tokens) == "The dashboard listens on port 7420 by default [C:abc-1]."
+    assert json.loads("".join(tokens)) == {
+        "kind": "answer",
+        "sentences": [{"text": "The dashboard listens on port 7420 by default.", "sources": [1]}],
+    }
     assert stream.provider is not None and stream.provider.role == "primary"
+
+
+def test_the_response_format_reaches_the_provider_as_given() -> None:
+    schema = {"type": "json_object", "schema": {"type": "object", "properties": {"kind": {"enum": ["answer"]}}}}
+    with loopback_llm() as llm:
+        list(harness(Provider("openai/loopback", llm.api_base)).stream(MESSAGES, response_format=schema))
+        list(harness(Provider("openai/loopback", llm.api_base)).stream(MESSAGES))
+    assert llm.bodies[0]["response_format"] == schema and "response_format" not in llm.bodies[1]
 
 
 def test_a_provider_without_a_key_of_ours_uses_its_own_environment(monkeypatch: pytest.MonkeyPatch) -> None:
