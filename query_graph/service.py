@@ -30,7 +30,7 @@ from query_graph.timing import current_timings, request_started
 
 log = structlog.get_logger(__name__)
 
-FRONT_NODES = [node for stage in FRONT_STAGES for node in stage]  # run stage by stage by FrontHalf.run
+FRONT_NODES = [node for stage in FRONT_STAGES for node in stage]  # called stage by stage by FrontHalf.run
 ANSWER_NODES = ["reply"]
 RETRIEVAL_PROFILE = "hybrid-rrf"
 
@@ -127,7 +127,7 @@ class QueryService:
             spoken = SpokenLanguage(language, language_probability) if language else None
             try:
                 inputs = self.graph_inputs(question, top_k, chosen, version, index, spoken)
-                front = self.front.run(graph, inputs, overrides)  # stops at a refusal, clarify, hit or gate
+                front = self.front.run(inputs, overrides)  # stops at a refusal, clarify, hit or gate
             except Exception as exc:
                 _raise_back_failure(exc)
                 raise

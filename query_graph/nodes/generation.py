@@ -105,8 +105,10 @@ def draft_answer__extractive(
     answer_sentence_ranker: SentenceRanker | None,
     answer_words: Analyzer,
     guardrail_language: LanguageGuess,
-    sentence_ranker: str,
+    sentence_ranker: str = "lexical",
 ) -> Draft:
+    """`sentence_ranker` (the graph's config): `asked` chooses the sentences by what the question asks
+    (pipelines/answering/asked.py); otherwise `answer_sentence_ranker` orders them (None: by coverage)."""
     if sentence_ranker == "asked":
         text, _ = asked.answer(
             question,
