@@ -1,31 +1,53 @@
 """The variants of each query-graph node: their valid names, and how a request's choice is merged.
 
-The defaults come from settings; a request may override any of them. Each distinct combination gets
-its own Hamilton driver (built once and cached by the service), never one per request.
+Each variant name is declared once, in the `Literal` type of the `Settings` field named after its node
+(pipelines/settings.py); `VARIANTS` is read from those types. The graph's `@config.when` functions
+(`<node>__<variant>`, query_graph/nodes/) are named after them, and tests/query_graph/test_variants.py
+ties the two together. The defaults come from settings; a request may override any of them. Each
+distinct combination gets its own Hamilton driver (built once and cached by the service), never one
+per request.
 """
 
 from __future__ import annotations
 
 from collections.abc import Mapping
-from typing import Any
+from typing import Any, get_args
 
-# node -> valid variant names. Settings fields carry the same names, so defaults come from there.
-VARIANTS: dict[str, tuple[str, ...]] = {
-    "retrieval": ("hybrid", "dense", "bm25"),
-    "bm25_engine": ("qdrant", "memory"),
-    "fusion": ("rrf", "weighted_rrf", "dbsf", "convex"),
-    "bm25_feedback": ("on", "off"),
-    "bridge_hop": ("on", "off"),
-    "distinct_passages": ("on", "off"),
-    "language_route": ("question_and_source", "question", "all"),
-    "rerank": ("none", "cross_encoder"),
-    "coverage": ("vocabulary", "off"),
-    "crag": ("graded", "off"),
-    "generator": ("extractive", "litellm"),
-    "sentence_ranker": ("asked", "lexical", "cross_encoder"),
-    "answer_analyzer": ("plain", "snowball"),
-    "verify": ("off", "lexical", "llm"),
-}
+from pipelines.settings import Settings
+
+# The nodes that have variants: each a Settings field of the same name, whose Literal lists the variants.
+VARIANT_NODES: tuple[str, ...] = (
+    "retrieval",
+    "bm25_engine",
+    "fusion",
+    "bm25_feedback",
+    "bridge_hop",
+    "distinct_passages",
+    "language_route",
+    "rerank",
+    "coverage",
+    "crag",
+    "generator",
+    "sentence_ranker",
+    "answer_analyzer",
+    "verify",
+)
+# Values a setting accepts that are no variant of the graph: Settings turns each into one before a graph
+# sees it (`generator=local` is the `litellm` generator with the packaged model).
+SETTINGS_ONLY: dict[str, frozenset[str]] = {"generator": frozenset({"local"})}
+
+
+def _declared(node: str) -> tuple[str, ...]:
+    names = get_args(Settings.model_fields[node].annotation)
+    if not names or not all(isinstance(n, str) for n in names):
+        raise TypeError(
+            f"Settings.{node} must be a Literal of variant names, not {Settings.model_fields[node].annotation}"
+        )
+    return tuple(n for n in names if n not in SETTINGS_ONLY.get(node, frozenset()))
+
+
+# node -> valid variant names, in the order the Settings Literal gives them.
+VARIANTS: dict[str, tuple[str, ...]] = {node: _declared(node) for node in VARIANT_NODES}
 
 
 class UnknownVariant(ValueError):
