@@ -11,7 +11,7 @@ from typing import Any
 
 from hamilton.function_modifiers import config
 
-from pipelines.adapters.llm_harness import LLMHarness
+from pipelines.adapters.llm_harness import GenerationUnavailable, LLMHarness
 from pipelines.answering import asked
 from pipelines.answering.citations import ValidatedSentence
 from pipelines.answering.crag import knowledge_strips
@@ -209,6 +209,7 @@ def draft_answer__litellm(
         checked.append(whole)
         sentence_checker.release(len(checked) - 1, whole)
 
+    broke: str | None = None
     try:
         for sentence in sentences_of(_watched(iter(stream), raw), reader):
             if reader.kind == "answer":
@@ -218,6 +219,11 @@ def draft_answer__litellm(
                 take(sentence)
             else:
                 waiting.append(sentence)
+    except GenerationUnavailable as exc:
+        if not checked:
+            raise  # nothing said yet: the provider's failure is a 503, as before the first token
+        # Sentences already released (a stream showed them) stay; the reply says where the model stopped.
+        broke = f"the model stopped before the end of its reply: {str(exc)[:120]}"
     finally:
         stream.close()
     provider = stream.provider
@@ -244,7 +250,7 @@ def draft_answer__litellm(
             take(early)
         model = replace(model, checked=tuple(checked), withheld=tuple(withheld))
     if checked:
-        return replace(model, fallback=None, truncated=problem)
+        return replace(model, fallback=None, truncated=broke or problem)
     if problem is not None:
         return _extractive_fallback(f"the model's reply is not the JSON asked for: {problem}", arguments, model)
     if withheld:

@@ -172,3 +172,12 @@ def test_crag_rewrites_through_the_llm_when_it_generates(harbor: Harbor) -> None
         )
     assert reply["crag"]["rewrite"] == "llm" and reply["crag"]["rewritten_query"] == "boiling kelvin mercury point"
     assert reply["status"] == "no_answer"
+
+
+def test_a_stream_that_breaks_after_released_sentences_keeps_them_and_says_so(harbor: Harbor) -> None:
+    # A stream has shown those sentences already: the reply keeps them rather than ending in a 503.
+    with loopback_llm(mode="long") as llm:
+        llm.script = ["break"]
+        reply = harbor.service(**llm_settings(llm.api_base, llm_retries=0)).answer(PORT_Q, variants=LITELLM)
+    assert reply["status"] == "answered" and "7420" in reply["answer"] and reply["fallback"] is None
+    assert "broke off" in reply["note"] and "stopped before the end" in reply["note"]
