@@ -11,6 +11,7 @@ import pytest
 from pipelines.answering.verification import check_citations, support_score
 from query_graph.nodes.generation import Draft
 from query_graph.service import QueryFailed
+from tests.llm_gguf import GgufServer
 from tests.llm_loopback import closed_port, loopback_llm
 from tests.query_graph.harbor import Harbor, harbor_index
 
@@ -161,6 +162,47 @@ def test_llm_judge_removes_what_the_passage_does_not_say(harbor: Harbor) -> None
     assert reply["verification"]["mode"] == "llm"
     assert [p["chunk_id"] for p in reply["verification"]["unsupported"]] == [other]
     assert [c["chunk_id"] for c in reply["citations"]] == [ports]
+
+
+def test_llm_score_asks_the_model_only_of_a_reworded_claim(harbor: Harbor) -> None:
+    # A quoted sentence passes `strict` and a changed number fails its gates: neither is shown to the model.
+    _, ports, _ = _draft(harbor)
+    text = f"The dashboard listens on port 7420 [C:{ports}]. The dashboard listens on port 7421 [C:{ports}]."
+    with loopback_llm() as judge:
+        settings = {"llm_model": "openai/judge", "llm_api_base": judge.api_base, "llm_retries": 0}
+        reply = _answer(harbor, Draft(text=text, generator="test"), {"verify": "llm_score"}, **settings)
+        assert judge.requests == 0
+        assert reply["answer"] == f"The dashboard listens on port 7420 [C:{ports}]."
+        assert (
+            reply["verification"]["mode"] == "llm_score" and "7421" in reply["verification"]["unsupported"][0]["reason"]
+        )
+        # A reworded claim is, and a provider that gives no log-probabilities fails the request closed.
+        reworded = Draft(
+            text=f"Unless configured otherwise, the dashboard listens on port 7420 [C:{ports}].", generator="t"
+        )
+        with pytest.raises(QueryFailed) as info:
+            _answer(harbor, reworded, {"verify": "llm_score"}, **settings)
+        assert judge.requests == 1 and judge.bodies[-1]["logprobs"] is True
+    assert info.value.status == 503 and info.value.code == "verification_unavailable"
+
+
+def test_llm_score_with_the_packaged_model_tells_a_rewording_from_a_reversal(
+    harbor: Harbor, gguf_llm: GgufServer
+) -> None:
+    # Both fail `strict` for words the passage lacks and hold most of its words: the model decides.
+    _, ports, _ = _draft(harbor)
+    settings = {"llm_model": gguf_llm.model, "llm_api_base": gguf_llm.api_base, "llm_deadline_seconds": 300.0}
+    settings["verify_action"] = "flag"  # a judged claim is listed with its P(yes) whichever way it goes
+    reworded = f"Unless configured otherwise, the dashboard listens on port 7420 [C:{ports}]."
+    reversed_ = f"The dashboard refuses connections on port 7420 by default [C:{ports}]."
+    replies = [
+        _answer(harbor, Draft(text=text, generator="t"), {"verify": "llm_score"}, **settings)
+        for text in (reworded, reversed_)
+    ]
+    judged = [r["verification"]["unsupported"] for r in replies]
+    p_yes = [entries[0]["score"] if entries else None for entries in judged]
+    assert judged[1] and judged[1][0]["reason"].startswith("judge: P(yes)"), judged
+    assert p_yes[0] is None or p_yes[0] > p_yes[1], p_yes  # the rewording kept, or at least rated higher
 
 
 def test_llm_judge_down_fails_closed(harbor: Harbor) -> None:
