@@ -146,13 +146,13 @@ def build_pairs(golden: list[Path], corpora: Path) -> list[Pair]:
                 fact_sentence = "; ".join(q.facts) + "." if facts and all(f in window for f in facts) else None
                 items.append((_sentence_with(paragraph, needle), paragraph, fact_sentence, window))
     pairs: list[Pair] = []
-    for i, (sentence, paragraph, facts, window) in enumerate(items):
+    for i, (sentence, paragraph, facts_sentence, window) in enumerate(items):
         other_paragraph, other_window = items[(i + len(items) // 2) % len(items)][1::2]
         pairs.append(Pair("evidence/own paragraph", sentence, paragraph, True))
         pairs.append(Pair("evidence/other paragraph", sentence, other_paragraph, False))
-        if facts:
-            pairs.append(Pair("facts/own window", facts, window, True))
-            pairs.append(Pair("facts/other window", facts, other_window, False))
+        if facts_sentence:
+            pairs.append(Pair("facts/own window", facts_sentence, window, True))
+            pairs.append(Pair("facts/other window", facts_sentence, other_window, False))
         bumped = _bump_number(sentence)
         if bumped and bumped != sentence:
             pairs.append(Pair("evidence with a number changed/own paragraph", bumped, paragraph, False))
@@ -352,9 +352,10 @@ def evaluate_set(
     }
     thresholds: dict[str, float] = {}
     tuning = [p for p in pairs if p.half == "tuning"]
-    for name, table in (("llm_score", llm), ("rerank", rerank)):
-        if table is None:
+    for name, given in (("llm_score", llm), ("rerank", rerank)):
+        if given is None:
             continue
+        table: dict[str, float] = given
         scored = [p for p in tuning if p.id in table]
         alone = calibrated([table[p.id] for p in scored], [p.supported for p in scored])
         zone = [p for p in scored if gated[p.id] and LLM_ZONE <= strict[p.id][0] < STRICT_MIN_SUPPORT]
@@ -374,10 +375,15 @@ def evaluate_set(
         verdicts[f"{name} alone (>= {alone:.3g})"] = alone_at
         verdicts[f"strict or (zone and {name} >= {mixed:.3g})"] = mixed_at
         if name == "llm_score":
-            verdicts["llm yes/no (P(yes) > 0.5)"] = lambda p, t=table: t[p.id] > 0.5 if p.id in t else None
-            verdicts["lexical and llm yes/no"] = lambda p, t=table: (
-                (lexical[p.id] >= 0.6 and t[p.id] > 0.5) if p.id in t else None
-            )
+
+            def yes_no(p: LabelledPair, table: dict[str, float] = table) -> bool | None:
+                return table[p.id] > 0.5 if p.id in table else None
+
+            def lexical_and_yes(p: LabelledPair, table: dict[str, float] = table) -> bool | None:
+                return (lexical[p.id] >= 0.6 and table[p.id] > 0.5) if p.id in table else None
+
+            verdicts["llm yes/no (P(yes) > 0.5)"] = yes_no
+            verdicts["lexical and llm yes/no"] = lexical_and_yes
     report: dict[str, Any] = {"thresholds (from tuning)": thresholds, "variants": {}}
     for half in ("held_out", "tuning"):
         chosen = [p for p in pairs if p.half == half]

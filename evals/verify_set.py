@@ -29,7 +29,8 @@ Sources: ragline's own docs/ (ours: the text is stored in the row), the corpora 
 the committed corpora of evals/corpora/ (stored by reference only: a document path, the character spans of
 the pieces a claim is made of, the literal words an edit puts in, and the file's sha256, materialised at load
 time by `load_pairs`; their text is never copied into the project). The generation is deterministic for a
-seed. Pairs split by `pipelines.golden_sets.half_of(id)`: tune on `tuning`, report on `held_out`.
+seed and the files it reads; ragline's docs change, so after a docs edit a new run draws differently from the docs
+source on: the committed JSONL is the set of record (its docs rows carry their text). Pairs split by `pipelines.golden_sets.half_of(id)`: tune on `tuning`, report on `held_out`.
 
 Labels are made by rule, not read one by one: a `same_page` or `neighbour` sentence may now and then be
 implied by the passage anyway, and an antonym swap may now and then leave a true claim. Such noise lowers
@@ -495,7 +496,7 @@ def load_pairs(path: Path = OUT) -> list[LabelledPair]:
             if _sha(raw) != row["sha256"]:
                 raise ValueError(f"{path}:{number}: {source} is not the file this pair was made from (sha256)")
             pieces = [tuple(p) if isinstance(p, list) else p for p in row["claim_pieces"]]
-            claim = _text(raw, pieces)  # type: ignore[arg-type]
+            claim = _text(raw, pieces)
             a, b = row["passage_span"]
             passage = raw[a:b]
         out.append(LabelledPair(row["id"], row["half"], row["kind"], row["source"], claim, passage, row["supported"]))

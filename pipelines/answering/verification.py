@@ -349,7 +349,7 @@ def first_token_logprobs(harness: LLMHarness, messages: list[dict[str, str]], to
                 raise RuntimeError("the provider returned no log-probabilities")
             first = content[0]
             listed = first.get("top_logprobs") if isinstance(first, dict) else first.top_logprobs
-            out = {}
+            out: dict[str, float] = {}
             for entry in listed or []:
                 token, logprob = (
                     (entry["token"], entry["logprob"]) if isinstance(entry, dict) else (entry.token, entry.logprob)

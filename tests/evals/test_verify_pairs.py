@@ -2,8 +2,16 @@
 
 from __future__ import annotations
 
+import json
+from pathlib import Path
+
+import pytest
+
 from evals.verify_pairs import ROOT, Pair, _negate, build_pairs, lexical_at, score
+from evals.verify_set import OUT as SET_FILE
+from evals.verify_set import generate, load_pairs
 from pipelines.answering.verification import support_score
+from pipelines.golden_sets import half_of
 
 
 def test_a_negated_sentence_reverses_its_claim() -> None:
@@ -29,3 +37,28 @@ def test_the_lexical_check_on_the_golden_sets_pairs_keeps_its_measured_figures()
     assert (len(pairs), report["tp"], report["fn"]) == (195, 61, 0)
     # The one pair let through: two page sentences taken as one negated claim (a server checks one at a time).
     assert report["fp"] <= 1, report["right_by_kind"]
+
+
+def test_the_labelled_set_is_made_again_the_same_from_its_seed() -> None:
+    # evals/data/verify_pairs.jsonl is `python -m evals.verify_set --seed 26`. ragline's own docs change (their rows
+    # carry their text, and a new run after a docs edit draws differently from there on), so what must come out
+    # again is every row of the sources drawn before them: the FastAPI and GitLab pages, by reference.
+    committed = [json.loads(line) for line in SET_FILE.read_text(encoding="utf-8").splitlines()]
+    again = generate(26)
+    assert again == generate(26)
+    shared = [row for row in committed if row["source"].startswith("shared:")]
+    assert len(shared) > 150 and again[: len(shared)] == shared
+    assert {row["half"] for row in committed} == {"tuning", "held_out"}
+    assert all(row["half"] == half_of(row["id"]) for row in committed)
+    # Pages of ../shared and evals/corpora are stored as references, never as text.
+    assert all("claim" not in row for row in committed if not row["source"].startswith("repo:docs/"))
+
+
+def test_a_pair_whose_page_changed_is_refused(tmp_path: Path) -> None:
+    row = next(json.loads(line) for line in SET_FILE.read_text(encoding="utf-8").splitlines() if '"sha256"' in line)
+    (tmp_path / "pairs.jsonl").write_text(json.dumps(row | {"sha256": "0" * 64}) + "\n", encoding="utf-8")
+    with pytest.raises(ValueError, match="not the file this pair was made from"):
+        load_pairs(tmp_path / "pairs.jsonl")
+    (tmp_path / "pairs.jsonl").write_text(json.dumps(row) + "\n", encoding="utf-8")
+    [pair] = load_pairs(tmp_path / "pairs.jsonl")
+    assert pair.id == row["id"] and pair.claim and pair.passage
