@@ -20,7 +20,7 @@ import structlog
 
 from evals.golden import HALVES, GoldenQuestion, evidence_rank, half_of, normalise, page_at
 from evals.judge import Judge, JudgedAnswer, strip_markers
-from evals.stats import mean
+from evals.stats import mean, percentile
 from pipelines.answering.citations import MARKER, split_sentences
 from pipelines.answering.passage_units import prose_units
 from pipelines.documents import Chunk
@@ -88,6 +88,8 @@ class AnswerRecord:
     judged: JudgedAnswer | None = None
     control: JudgedAnswer | None = None
     error: str | None = None
+    fallback: str | None = None  # why the extractive answer replaced a language model's reply
+    withheld: int = 0  # a language model's sentences withheld: no passage they cite supports them
 
     def as_dict(self) -> dict[str, Any]:
         out = {
@@ -103,6 +105,9 @@ class AnswerRecord:
             "evidence_in_answer": self.evidence_in_answer,
             "citation_validity": self.citation_validity,
             "quote_support": self.quote_support,
+            "first_sentence_ms": self.timings_ms.get("first_sentence"),
+            "withheld_sentences": self.withheld,
+            "fallback": self.fallback,
         }
         if self.judged is not None:
             out["judge"] = self.judged.as_dict()
@@ -127,6 +132,8 @@ def score_reply(question: GoldenQuestion, reply: dict[str, Any], index: VectorIn
         verification=reply.get("verification"),
         timings_ms=reply.get("timings_ms", {}),
         kind_correct=status == EXPECTED_STATUS.get(question.expected),
+        fallback=(reply.get("fallback") or {}).get("reason"),
+        withheld=int((reply.get("verification") or {}).get("withheld_sentences", 0)),
     )
     retrieved_ids = [c["chunk_id"] for c in reply.get("retrieved", [])]
     cited = [cid for s in statements(answer) for cid in s.chunk_ids] if status == "answered" else []
@@ -188,6 +195,14 @@ class AnswerRun:
             "citation_recall": avg([j.citation_recall for j in judged]) if judged else None,
             "quote_support": avg([r.quote_support for r in self.records]),
             "errors": sum(1 for r in self.records if r.error),
+            # A language model's reply: sentences withheld, replies the extractive answer replaced, and the
+            # time from the request to its first validated sentence (replies that released one).
+            "withheld_sentences": sum(r.withheld for r in self.records),
+            "replies_with_withheld": sum(1 for r in self.records if r.withheld),
+            "fallbacks": sum(1 for r in self.records if r.fallback),
+            "first_sentence_ms": _quantiles(
+                [r.timings_ms["first_sentence"] for r in self.records if "first_sentence" in r.timings_ms]
+            ),
         }
         if judged:
             control = [r.control for r in self.records if r.control is not None and r.control.error is None]
@@ -262,3 +277,10 @@ def judge_records(
                 # the foreign passages under the cited ids, so only their content can support a claim.
                 relabelled = dict(zip(sources or cited[record.id], foreign.values(), strict=False))
                 record.control = judge.judge(by_id[record.id].question, record.answer, relabelled, [])
+
+
+def _quantiles(values: list[float]) -> dict[str, float | int | None]:
+    """p50 and p95 of some milliseconds, and how many there were."""
+    if not values:
+        return {"n": 0, "p50": None, "p95": None}
+    return {"n": len(values), "p50": round(percentile(values, 50), 1), "p95": round(percentile(values, 95), 1)}
