@@ -34,13 +34,12 @@ def stream_answer(
 ) -> Iterator[dict[str, Any]]:
     """`language`: the question's language as the caller states it (`QueryService.answer(language=...)`)."""
     sink = SentenceSink()
-    stated = {"language": language} if language else {}
     outcome: dict[str, Any] = {}
 
     def work() -> None:
         token = current_sink.set(sink)
         try:
-            outcome["reply"] = service.answer(question, top_k=top_k, variants=variants, **stated)
+            outcome["reply"] = service.answer(question, top_k=top_k, variants=variants, language=language or None)
         except BaseException as exc:  # handed to the reading thread, which raises it
             outcome["error"] = exc
         finally:

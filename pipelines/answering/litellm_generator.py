@@ -147,7 +147,7 @@ class ReplyReader:
 
     def feed(self, token: str) -> list[ModelSentence]:
         self.text += token
-        found: list[ModelSentence] = []
+        found: list[ModelSentence | None] = []
         while self._pos < len(self.text):
             char = self.text[self._pos]
             if self._in_string:

@@ -48,21 +48,25 @@ def _lane_holds(
     return known
 
 
+# (index version, strategy, lane language, analysis language, term); a version without a name is None.
+_TermKey = tuple[str, str | None, str | None, str | None, str]
+
+
 class _TermMemo:
     """Whether an index version holds a term never changes: remember it (bounded, least recent out)."""
 
     def __init__(self, size: int) -> None:
-        self._items: OrderedDict[tuple[str, str, str | None, str | None, str], bool] = OrderedDict()
+        self._items: OrderedDict[_TermKey, bool] = OrderedDict()
         self._size, self._lock = size, threading.Lock()
 
-    def get(self, key: tuple[str, str, str | None, str | None, str]) -> bool | None:
+    def get(self, key: _TermKey) -> bool | None:
         with self._lock:
             if key in self._items:
                 self._items.move_to_end(key)
                 return self._items[key]
             return None
 
-    def put(self, key: tuple[str, str, str | None, str | None, str], value: bool) -> None:
+    def put(self, key: _TermKey, value: bool) -> None:
         with self._lock:
             self._items[key] = value
             while len(self._items) > self._size:
