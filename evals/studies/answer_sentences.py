@@ -86,8 +86,9 @@ def without_answer(q: Question) -> tuple[Chunk, ...]:
 
 def rows(questions: Sequence[Question], ranker: Any = None) -> tuple[np.ndarray, np.ndarray]:
     """Features and labels of every candidate sentence. The passage's rank is set to 0: XQuAD's passages are
-    an article's paragraphs in order, not a ranking, and the weight of rank is left to the golden sets."""
-    xs, ys = [], []
+    an article's paragraphs in order, not a ranking, so rank earns no weight from them."""
+    xs: list[list[float]] = []
+    ys: list[float] = []
     rank = asked.FEATURES.index("inverse_rank")
     for q in questions:
         found = asked.candidates(q.text, q.passages, words=WORDS, language="en", ranker=ranker)
@@ -130,7 +131,7 @@ def golden_rows(service: Any, questions: Sequence[Any], ranker: Any = None) -> d
         seen.append(list(chunks[: kwargs.get("passages", 5)]))
         return original(question, chunks, *args, **kwargs)
 
-    asked.answer = recording  # type: ignore[assignment]
+    asked.answer = recording
     out: dict[str, Any] = {"x": [], "y": [], "questions": 0, "features": list(asked.FEATURES)}
     try:
         for q in questions:
@@ -151,7 +152,7 @@ def golden_rows(service: Any, questions: Sequence[Any], ranker: Any = None) -> d
                 out["y"].extend(labels)
                 out["questions"] += 1
     finally:
-        asked.answer = original  # type: ignore[assignment]
+        asked.answer = original
     return out
 
 
