@@ -41,19 +41,19 @@ run: install $(if $(filter local,$(RAGLINE_GENERATOR)),llm)
 
 # System packages the tests need (Chromium + driver for the web pages, espeak-ng for spoken questions):
 # installed once, a no-op when present. The local language model for the litellm tests (`make llm`).
-test: install llm
+test: lint llm
 	bash scripts/system-deps.sh
-	$(VENV)/bin/ruff check .
-	$(VENV)/bin/ruff format --check .
 	HF_HUB_OFFLINE=1 $(PY) -m pytest
 
+# ruff's rules and format, then mypy's type check (its config in pyproject.toml: the six product folders).
 lint: install
 	$(VENV)/bin/ruff check .
 	$(VENV)/bin/ruff format --check .
+	$(VENV)/bin/mypy
 
 # The Dagster UI on the same storage the CLI and server use (embedded profile).
 dagster: install
 	DAGSTER_HOME=$(CURDIR) $(VENV)/bin/dagster dev -w workspace.yaml
 
 clean:
-	rm -rf $(VENV) $(LLM_VENV) .pytest_cache .ruff_cache
+	rm -rf $(VENV) $(LLM_VENV) .pytest_cache .ruff_cache .mypy_cache
