@@ -332,7 +332,7 @@ class Settings(BaseSettings):
     )
     trace_timeout_seconds: float = Field(2.0, description="Export timeout of the tracer; tracing fails open.")
     evals_results: Path | None = Field(
-        None, description="Evaluation results file the operator console shows (default: newest in evals/results/)."
+        None, description="Evaluation results file the console shows (default: the last `ragline eval ab` report)."
     )
 
     @model_validator(mode="after")

@@ -91,7 +91,7 @@ def answer_words__plain() -> Analyzer:
 @config.when(answer_analyzer="snowball")
 def answer_words__snowball() -> Analyzer:
     """Each word stemmed in its text's language, CJK text as character bigrams: the BM25 analyzer of the
-    same name. Chosen on XQuAD (evals/RESULTS.md "Answer analyzer"): without it a Chinese question shares
+    same name. Chosen on XQuAD (`ragline eval sentences --analyzers snowball`): without it a Chinese question shares
     no word with any sentence, since a run of Han characters is one word to the plain analyzer."""
     return analyzer("snowball")
 
