@@ -154,7 +154,3 @@ def validate(answer: str, supplied: Iterable[str]) -> tuple[list[ValidatedSenten
         else:
             dropped.append(sentence)
     return released, dropped
-
-
-class UncitedAnswer(ValueError):
-    """The generator answered, but no sentence could be tied to a supplied passage: nothing to release."""

@@ -279,17 +279,6 @@ def check_strict(sentence: str, cited: Iterable[tuple[str, str]]) -> list[Check]
     return out
 
 
-def supporting_passage(sentence: str, passages: Iterable[tuple[str, str]], min_support: float) -> str | None:
-    """The chunk id of the passage that best supports a sentence, if it scores at least `min_support`: the
-    citation for a sentence whose generator left its marker out, or whose every citation failed."""
-    best: tuple[str | None, float] = (None, 0.0)
-    for chunk_id, passage in passages:
-        score = support_score(sentence, passage)
-        if score > best[1]:
-            best = (chunk_id, score)
-    return best[0] if best[0] is not None and best[1] >= min_support else None
-
-
 JUDGE_PROMPT = """Passage:
 {passage}
 

@@ -56,6 +56,9 @@ def reply(
     answer_words: Analyzer,
 ) -> dict[str, Any]:
     by_id = {c.chunk.chunk_id: c for c in context_candidates}
+    # Sentences the citation check withheld (none of their citations supported): counted and listed with why.
+    withheld_by_check = [p for p in verified_answer.report.get("unsupported", []) if p.get("action") == "withheld"]
+    checked_out = len({p["sentence"] for p in withheld_by_check})
     # Each cited chunk with the first sentence that cites it: that sentence's section is where the link goes.
     quoted = {cid: strip_markers(s.text) for s in reversed(verified_answer.sentences) for cid in s.chunk_ids}
     cited = list(dict.fromkeys(cid for s in verified_answer.sentences for cid in s.chunk_ids))
@@ -94,24 +97,30 @@ def reply(
             **verified_answer.report,
             "attached_citations": draft_answer.attached,
             "dropped_sentences": len(draft_answer.dropped),
-            "withheld_sentences": len(draft_answer.withheld),
-            "withheld": list(draft_answer.withheld),
+            "withheld_sentences": len(draft_answer.withheld) + checked_out,
+            "withheld": list(draft_answer.withheld) + withheld_by_check,
         },
         "fallback": {"generator": "extractive", "reason": draft_answer.fallback} if draft_answer.fallback else None,
-        "note": generation_note(draft_answer),
+        "note": generation_note(draft_answer, checked_out),
     }
 
 
-def generation_note(draft: Draft) -> str | None:
-    """A short line for the user on what became of the model's reply: sentences withheld, the extractive
-    answer given instead, a reply that broke off; None when there is nothing to say."""
+def _withheld_line(count: int, whose: str) -> str:
+    return (
+        f"{count} sentence{'s' if count > 1 else ''} of {whose} withheld: "
+        + "no passage {} cites supports {}.".format(*(("they", "them") if count > 1 else ("it", "it")))
+    )
+
+
+def generation_note(draft: Draft, checked_out: int = 0) -> str | None:
+    """A short line for the user on what became of the reply: sentences withheld (by the generator's own
+    check or by the citation check), the extractive answer given instead, a reply that broke off; None when
+    there is nothing to say."""
     parts = []
     if draft.withheld:
-        count = len(draft.withheld)
-        parts.append(
-            f"{count} sentence{'s' if count > 1 else ''} of the model's answer withheld: "
-            "no passage {} cites supports {}.".format(*(("they", "them") if count > 1 else ("it", "it")))
-        )
+        parts.append(_withheld_line(len(draft.withheld), "the model's answer"))
+    if checked_out:
+        parts.append(_withheld_line(checked_out, "the answer"))
     if draft.fallback:
         parts.append(f"The model's reply could not be used ({draft.fallback}): this is the extractive answer.")
     if draft.truncated:

@@ -7,7 +7,8 @@ and no negation is reversed); `llm` (a yes/no judge through the litellm harness,
 `llm_score` (`strict`, and a claim that fails it only for a word the passage lacks, with at least
 `LLM_ZONE` of its weight there, decided by the model's calibrated P(yes): paraphrases pass, a reversed fact
 does not). Measured on the labelled pairs of evals/data/verify_pairs.jsonl (docs/benchmarks.md). An unsupported citation
-is removed (and a sentence left with none is dropped) or flagged (`verify_action`); either way the
+is removed (and a sentence left with none is withheld, never cited to another passage) or flagged
+(`verify_action`); either way the
 reply's `verification` field lists it with the reason. Verification fails closed: a judge that
 cannot be reached fails the request (503 `verification_unavailable`).
 """
@@ -22,7 +23,6 @@ from hamilton.function_modifiers import config
 
 from pipelines.adapters.llm_harness import GenerationUnavailable, LLMHarness
 from pipelines.answering.citations import MARKER, ValidatedSentence, close_gaps, join_sentences, strip_markers
-from pipelines.answering.extractive import with_marker
 from pipelines.answering.verification import (
     LLM_MIN_YES,
     LLM_ZONE,
@@ -33,7 +33,6 @@ from pipelines.answering.verification import (
     judge_score,
     judge_support,
     strict_check,
-    supporting_passage,
 )
 from pipelines.retrieval.retriever import Candidate
 from query_graph.nodes.validation import ValidatedAnswer
@@ -110,30 +109,15 @@ class SentenceChecker:
             gone = {c.chunk_id for c in bad}
             left = [c for c in sentence.chunk_ids if c not in gone]
             text = close_gaps(MARKER.sub(lambda m: "" if m.group(1) in gone else m.group(0), sentence.text))
-            kept = ValidatedSentence(text, left) if left else self._recited(text, gone, report)
+            # A sentence left with no supported citation is withheld: citing it to another passage afterwards
+            # would be a citation nobody wrote, and the check that failed would prove nothing.
+            kept = ValidatedSentence(text, left) if left else None
+            if kept is None:
+                for entry in report:
+                    entry["action"] = "withheld"
         with self._lock:
             self._memo[sentence.text] = (kept, report)
         return kept, report
-
-    def _recited(self, text: str, gone: set[str], report: list[dict[str, Any]]) -> ValidatedSentence | None:
-        """A sentence whose every citation failed, cited instead to the supplied passage that supports it.
-
-        Small models leave markers out, and sometimes cite the wrong passage for a true sentence (the
-        packaged 1.5B model wrote "Set `HARBOR_PORT` to choose another port." citing the command-line page). A sentence without a marker gets the supporting passage's (pipelines/answering/litellm_generator.py);
-        a wrong marker is no better evidence than none, so the sentence is treated the same way, and the
-        report says where its citation went. Lexical and strict only: the judge would be asked once per passage."""
-        if self.mode not in ("lexical", "strict"):
-            return None
-        others = [(c, p) for c, p in self.passages.items() if c not in gone]
-        least = self.min_support if self.mode == "lexical" else STRICT_MIN_SUPPORT
-        chunk_id = supporting_passage(text, others, least)
-        if chunk_id is None or (
-            self.mode == "strict" and not check_strict(text, [(chunk_id, self.passages[chunk_id])])[0].supported
-        ):
-            return None
-        for entry in report:
-            entry.update(action="recited", recited_to=chunk_id)
-        return ValidatedSentence(with_marker(text, chunk_id), [chunk_id])
 
     def release(self, index: int, sentence: ValidatedSentence) -> None:
         """Check a sentence and, when it stays, hand it to a streaming caller straight away."""

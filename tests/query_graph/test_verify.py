@@ -107,22 +107,33 @@ def test_lexical_removes_the_unsupported_citation_and_says_why(harbor: Harbor) -
     assert reply["answer"] == f"The dashboard listens on port 7420 [C:{ports}]."
     assert [c["chunk_id"] for c in reply["citations"]] == [ports]
     [problem] = reply["verification"]["unsupported"]
-    assert problem["chunk_id"] == other and problem["action"] == "removed" and "30 days" in problem["sentence"]
+    assert problem["chunk_id"] == other and problem["action"] == "withheld" and "30 days" in problem["sentence"]
     assert problem["score"] < 0.6 and reply["verification"]["checked"] == 2
 
 
-def test_a_true_sentence_cited_to_the_wrong_passage_is_cited_to_the_right_one(harbor: Harbor) -> None:
+def test_a_sentence_cited_to_the_wrong_passage_is_withheld_never_recited(harbor: Harbor) -> None:
+    # True of the docs, but cited to a passage that does not say it: withheld, not cited to the right one
+    # afterwards, and the reply says so.
     _, ports, other = _draft(harbor)
     draft = Draft(text=f"Set `HARBOR_PORT` to choose another port [C:{other}].", generator="test")
-    reply = _answer(harbor, draft, {"verify": "lexical"})
-    assert reply["answer"] == f"Set `HARBOR_PORT` to choose another port [C:{ports}]."
-    assert [c["chunk_id"] for c in reply["citations"]] == [ports]
-    [problem] = reply["verification"]["unsupported"]
-    assert problem["chunk_id"] == other and problem["action"] == "recited" and problem["recited_to"] == ports
-    # Under `llm` the judge would be asked of every passage: the sentence is dropped instead.
+    for variants in ({"verify": "lexical"}, {}):
+        reply = _answer(harbor, draft, variants)
+        assert reply["status"] == "no_answer" and reply["citations"] == []
+        [problem] = reply["verification"]["unsupported"]
+        assert problem["chunk_id"] == other and problem["action"] == "withheld" and "recited_to" not in problem
+        assert reply["verification"]["withheld_sentences"] == 1
+        assert reply["note"] is not None and "1 sentence of the answer withheld" in reply["note"]
+    # One good sentence and one withheld: the good one is released, the count says one.
+    mixed = Draft(
+        text=f"The dashboard listens on port 7420 [C:{ports}]. Harbor keeps build logs for 30 days [C:{other}].",
+        generator="test",
+    )
+    reply = _answer(harbor, mixed, {})
+    assert reply["answer"] == f"The dashboard listens on port 7420 [C:{ports}]."
+    assert reply["verification"]["withheld_sentences"] == 1
     with loopback_llm() as judge:
         judged = _answer(harbor, draft, {"verify": "llm"}, llm_model="openai/judge", llm_api_base=judge.api_base)
-    assert judged["status"] == "no_answer" and judged["verification"]["unsupported"][0]["action"] == "removed"
+    assert judged["status"] == "no_answer" and judged["verification"]["unsupported"][0]["action"] == "withheld"
 
 
 def test_strict_is_the_default_and_rejects_what_the_lexical_share_lets_through(harbor: Harbor) -> None:
