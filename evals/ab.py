@@ -27,6 +27,8 @@ METRICS: dict[str, Any] = {
     "mrr": lambda r: r.mrr,
     "citation_validity": lambda r: r.citation_validity,
     "quote_support": lambda r: r.quote_support,
+    # How long the answer is: its cited sentences (a code block's lines are one), answered replies only.
+    "answer_sentences": lambda r: r.sentences,
 }
 
 

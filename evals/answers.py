@@ -82,6 +82,7 @@ class AnswerRecord:
     evidence_in_answer: float | None = None  # answer questions: every evidence string quoted in the answer
     citation_validity: float | None = None  # answered replies with markers only
     quote_support: float | None = None  # share of statements found in a chunk they cite
+    sentences: float | None = None  # answered replies: how many statements the answer makes
     evidence5: float | None = None  # retrieval seen by the pipeline, answer questions only
     page5: float | None = None
     mrr: float | None = None
@@ -105,6 +106,7 @@ class AnswerRecord:
             "evidence_in_answer": self.evidence_in_answer,
             "citation_validity": self.citation_validity,
             "quote_support": self.quote_support,
+            "sentences": self.sentences,
             "first_sentence_ms": self.timings_ms.get("first_sentence"),
             "withheld_sentences": self.withheld,
             "fallback": self.fallback,
@@ -156,6 +158,7 @@ def score_reply(question: GoldenQuestion, reply: dict[str, Any], index: VectorIn
         if cited:
             record.citation_validity = mean([float(c in supplied and c in chunks) for c in cited])
         parts = statements(answer)
+        record.sentences = float(len(parts))
         record.quote_support = mean(
             [float(quoted_in(s.text, [chunks[c].generation_text for c in s.chunk_ids if c in chunks])) for s in parts]
         )
@@ -194,6 +197,7 @@ class AnswerRun:
             "citation_precision": avg([j.citation_precision for j in judged]) if judged else None,
             "citation_recall": avg([j.citation_recall for j in judged]) if judged else None,
             "quote_support": avg([r.quote_support for r in self.records]),
+            "sentences_per_answer": avg([r.sentences for r in self.records]),
             "errors": sum(1 for r in self.records if r.error),
             # A language model's reply: sentences withheld, replies the extractive answer replaced, and the
             # time from the request to its first validated sentence (replies that released one).

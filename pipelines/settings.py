@@ -124,6 +124,13 @@ class Settings(BaseSettings):
     candidates: int = Field(30, description="Candidates fetched from each retriever before fusion.")
     rrf_k: int = Field(60, description="k of reciprocal rank fusion.")
     answer_sentences: int = Field(3, description="Most sentences an extractive answer takes.")
+    answer_scope: Literal["passages", "page"] = Field(
+        "passages",
+        description=(
+            "Where an extractive answer's sentences come from: any of the passages it reads (`passages`), or only "
+            "the page of its best sentence (`page`; each ask of a two-ask question keeps its own best sentence)."
+        ),
+    )
     min_answer_score: float = Field(
         0.15, description="Least share of the question's content words a cited sentence must cover to be used."
     )

@@ -29,6 +29,7 @@ VARIANT_NODES: tuple[str, ...] = (
     "crag",
     "generator",
     "sentence_ranker",
+    "answer_scope",
     "answer_analyzer",
     "verify",
 )

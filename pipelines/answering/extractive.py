@@ -223,12 +223,15 @@ def extract_answer(
     each_ask: bool = True,
     words: Analyzer = PLAIN,
     language: str | None = None,
+    scope: str = "passages",
 ) -> tuple[str, list[ScoredSentence]]:
     """The cited answer and the sentences it used; an empty answer when nothing covers the question.
     The chunks' own sentences come first; their neighbours' only when no own sentence qualifies.
     `ranker`: orders the qualifying sentences instead of their coverage (see the module's docstring).
     `each_ask` False: a question of two asks is scored as one (the evaluation's comparison).
-    `words`, `language`: how sentences and question become terms (`score_sentences`)."""
+    `words`, `language`: how sentences and question become terms (`score_sentences`).
+    `scope`: `passages` takes sentences from any of the passages; `page` only from the page of the best one
+    (`one_page`), except the best sentence of each ask of a two-ask question."""
     chunks = chunks[:passages]
     own_only = True
 
@@ -240,6 +243,8 @@ def extract_answer(
     if not scored and any(c.context_text is not None for c in chunks):
         own_only = False
         scored = once(score(question, False))
+    if scope == "page":
+        scored = one_page(scored, chunks, ranked(question, scored, ranker, 1) if ranker else scored)
     best = ranked(question, scored, ranker, max_sentences) if ranker else covering(scored, max_sentences)
     if not best:
         return "", []
@@ -290,6 +295,19 @@ def each_ask_answered(
         if all(p.text != sentence.text for p in picks):
             picks.append(sentence)
     return picks[:count]
+
+
+def one_page(
+    scored: list[ScoredSentence], chunks: Sequence[Chunk], leaders: list[ScoredSentence]
+) -> list[ScoredSentence]:
+    """The sentences of the page that holds the best of `leaders` (by coverage; a ranker's first is its only
+    leader): an answer made of the best sentence of each of several pages reads as a list of unrelated quotes,
+    and the sentences around the one that answers are more often the rest of the answer than another page's."""
+    if not leaders:
+        return scored
+    top = max(leaders, key=lambda s: s.score)
+    page = chunks[top.rank - 1].document_id
+    return [s for s in scored if chunks[s.rank - 1].document_id == page]
 
 
 def covering(scored: list[ScoredSentence], count: int) -> list[ScoredSentence]:

@@ -106,6 +106,7 @@ def draft_answer__extractive(
     answer_words: Analyzer,
     guardrail_language: LanguageGuess,
     sentence_ranker: str = "lexical",
+    answer_scope: str = "passages",  # the variant (graph config)
 ) -> Draft:
     """`sentence_ranker` (the graph's config): `asked` chooses the sentences by what the question asks
     (pipelines/answering/asked.py); otherwise `answer_sentence_ranker` orders them (None: by coverage)."""
@@ -128,6 +129,7 @@ def draft_answer__extractive(
         ranker=answer_sentence_ranker,
         words=answer_words,
         language=guardrail_language.language,
+        scope=answer_scope,
     )
     ranker = "lexical" if answer_sentence_ranker is None else "cross_encoder"
     return Draft(text=text, generator="extractive", kind="answer" if text else "no_answer", sentence_ranker=ranker)

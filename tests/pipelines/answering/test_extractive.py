@@ -389,3 +389,24 @@ def test_a_quoted_code_span_says_what_the_page_says() -> None:
     stripped = replace(chunk, context_text=knowledge_strips(question, chunk.generation_text))
     again, used = extract_answer(question, [stripped], words=analyzer("snowball"), language="en")
     assert again == answer and all(s.own for s in used)
+
+
+def test_scope_page_keeps_the_best_sentences_page_and_each_asks_own_best() -> None:
+    ports = Chunk(
+        "p-0", "guide/ports.md", "Ports", ["Ports"], "", "", "heading", "en", 0,
+        "The dashboard listens on port 7420 by default. Set `HARBOR_PORT` to move the dashboard to another port.",
+    )  # fmt: skip
+    other = Chunk(
+        "o-0", "guide/proxy.md", "Proxy", ["Proxy"], "", "", "heading", "en", 0,
+        "A proxy in front of the dashboard can listen on another port.",
+    )  # fmt: skip
+    words = analyzer("snowball")
+    question = "Which port does the dashboard listen on?"
+    _, used = extract_answer(question, [ports, other], words=words)
+    assert {s.chunk_id for s in used} == {"p-0", "o-0"}  # the other page's sentence shares the words
+    paged, used = extract_answer(question, [ports, other], words=words, scope="page")
+    assert {s.chunk_id for s in used} == {"p-0"} and "7420" in paged and "proxy" not in paged
+    # Two asks answered on two pages: each ask's best sentence stays, whatever its page.
+    two = "Which port does the dashboard listen on, and how long are build logs kept?"
+    _, used = extract_answer(two, [ports, RETENTION], words=words, scope="page")
+    assert {s.chunk_id for s in used} == {"p-0", "r-0"}
