@@ -9,8 +9,8 @@ port" a port, "how many / how long / maximum" a number, "which version" a versio
 status, "which command / how do I run" a command, "which setting / variable / flag" an identifier, "where"
 a path or address, "when did / what year" a date, "who" a name, and a question opening with an auxiliary
 ("Can ...", "Is ...", "Do I have to ...") a yes or no. A sentence *holds* a kind (`holds_kind`) when it
-contains a value of that kind that the question does not already name: "If the listen address does not
-contain a port, it defaults to 9252." holds a port for a question about the listen address's port.
+contains a value of that kind that the question does not already name: "The admin console is served on
+port 8443 unless another is set." holds a port for a question about the admin console's port.
 
 Candidates. Every unit (pipelines/answering/passage_units.py) of the passages whose coverage of the
 question (pipelines/answering/extractive.py `score_sentences`) reaches the minimum, and the units right

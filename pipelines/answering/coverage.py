@@ -1,13 +1,14 @@
 """Coverage: does the corpus mention what the question is about at all?
 
 A cheap, explainable abstention signal that needs no model and no calibration. Dense similarity
-cannot tell "How do I deploy to AWS Lambda with Mangum?" from an answerable deployment question (both
-sit close to the deployment pages), but the corpus can say that it never contains the word "Mangum".
+cannot tell a question about deploying with a tool the docs never mention (say, "Zorblax") from an
+answerable deployment question (both sit close to the deployment pages), but the corpus can say that
+it never contains the word "Zorblax".
 Two rules, each a lookup of single terms in the index's BM25 vocabulary:
 
 - **names**: a term written as a name (mixed case such as `gRPC`, an acronym such as `ODM`, a
   capitalised word inside the sentence, an identifier such as `a.m.` or `max_workers`) that no chunk
-  contains. Numbers and versions are not names (a false premise such as "chart 9.4.0" must still be
+  contains. Numbers and versions are not names (a false premise such as "release 2.7.1" must still be
   answered with a correction), and a compound counts as mentioned when one of its word parts is
   (`javascript/css`). Capitalised words are not names in German, where every noun is capitalised.
 - **vocabulary**: most of the question's content words (at least `min_absent`, and at least

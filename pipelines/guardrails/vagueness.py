@@ -2,9 +2,9 @@
 
 A question is vague when, after removing function words, question words, pronouns and a closed list
 of generic verbs and nouns ("make", "work", "fix", "faster", "problem", "upgrade"), nothing is left
-that names a subject: no content word, no identifier, no number. "How do I make it faster?" and
-"It doesn't work, what's wrong?" leave nothing; "How do I upgrade the Helm chart?" leaves "helm" and
-"chart". Every one of those lists is generic English (and a few words of the other corpus languages),
+that names a subject: no content word, no identifier, no number. "Can you make this better?" and
+"Something is broken, any idea?" leave nothing; "How do I rotate the signing key?" leaves "rotate",
+"signing" and "key". Every one of those lists is generic English (and a few words of the other corpus languages),
 never words taken from a golden question. For scripts without spaces (CJK), the rule counts
 characters instead of words. The rule costs microseconds and runs before any model.
 """

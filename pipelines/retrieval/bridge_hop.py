@@ -1,10 +1,9 @@
 """A second retrieval hop for questions that ask two things, through a bridge identifier.
 
-"Which config.toml section do I need for web terminals, and what do I add to docker run?" has two
-answers on two pages. The first hop (the hybrid retrieval) finds the section that names the thing
-(`[session_server]`); the page that says how to expose it to `docker run` names that thing too, but
-shares few words with the question: it mentions neither "web terminals" nor "config.toml", and the
-hybrid lists rank it about 30th. Multi-hop retrieval (bridge-entity retrieval, as in HotpotQA systems)
+A question that asks two things ("which section configures a feature, and what do I add to the command
+that starts it?") can have its two answers on two pages. The first hop (the hybrid retrieval) finds the
+section that names the thing (an identifier such as `[server]`); the page that says how to start it
+names that thing too, but shares few words with the question, and the hybrid lists rank it far down. Multi-hop retrieval (bridge-entity retrieval, as in HotpotQA systems)
 searches again with what the first hop found: here the code identifiers in the headings of the top hits.
 
 The rule, with nothing fitted to a question set:

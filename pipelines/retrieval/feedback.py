@@ -1,8 +1,7 @@
 """Pseudo-relevance feedback for the BM25 search of a hybrid retrieval (RM3-like query expansion).
 
-A question and the passage that answers it often share few words: "change just one field ... without
-the other fields being reset" against "send only the data that you want to update, leaving the rest
-intact". The dense retriever bridges such a gap, BM25 cannot. Feedback lets the dense ranking teach
+A question and the passage that answers it often share few words: "keep a password out of the
+output" against "mark the variable as masked so that its value is redacted". The dense retriever bridges such a gap, BM25 cannot. Feedback lets the dense ranking teach
 BM25 the passages' vocabulary: the words that weigh most in the dense search's top `docs` chunks (their
 share of the chunk's terms times the index's IDF) join the question's own terms at a fraction `weight`
 of theirs, and BM25 searches once, with that query. A chunk only the dense retriever found then gets a

@@ -1,9 +1,9 @@
-"""What a question asks: one thing, or two or more ("Which section do I need, and what do I add to docker
-run?"). English patterns only: a question in another language counts as one ask.
+"""What a question asks: one thing, or two or more ("Which file holds the setting, and what do I restart
+after changing it?"). English patterns only: a question in another language counts as one ask.
 
 An ask is a question sentence, or a clause of one that starts with a wh-word after "and" or ";". A clause
-before a comma ("After mounting it, where ...") and nouns joined by "and" ("for Git and the registry") are
-part of one ask; statements before the question ("My job logs get truncated.") are no ask. Two places read
+before a comma ("After installing it, where ...") and nouns joined by "and" ("for the server and the worker")
+are part of one ask; statements before the question ("The build fails.") are no ask. Two places read
 it: the bridge hop (pipelines/retrieval/bridge_hop.py) searches a second page only for a question of two asks, and the
 extractive answer (pipelines/answering/extractive.py) gives each ask its best sentence.
 """
