@@ -303,6 +303,21 @@ def cmd_eval_answers(args: argparse.Namespace) -> int:
     return 0
 
 
+def _ab_arm(settings: Settings, node: str, variant: str) -> tuple[Settings, dict[str, str] | None]:
+    """One arm of an A/B: a query-graph node's variant is chosen per request; any other setting the query side
+    reads (`clarify_vague=false,true`) changes the service's settings. A setting the index is built with
+    (`dense_unit_tokens`, the chunking) needs one index per value: refused here."""
+    from pipelines.ingestion.build import BuildRequest
+    from query_graph.variants import VARIANTS
+
+    if node in VARIANTS:
+        return settings, {node: variant}
+    changed = _with(settings, **{node: variant})
+    if BuildRequest.from_settings(changed) != BuildRequest.from_settings(settings):
+        raise ValueError(f"--node {node}: the index is built with it; run one evaluation per value instead")
+    return changed, None
+
+
 def cmd_eval_ab(args: argparse.Namespace) -> int:
     from evals.ab import NodeVariants, ab_report, markdown
 
@@ -316,7 +331,8 @@ def cmd_eval_ab(args: argparse.Namespace) -> int:
             for node in nodes:
                 for variant, label in zip(node.variants, node.labels(), strict=True):
                     print(f"ragline eval: variant {label} ...", file=sys.stderr, flush=True)
-                    runs[label] = _answer_run(settings, opened, questions, None, {node.node: variant})
+                    arm_settings, variants = _ab_arm(settings, node.node, variant)
+                    runs[label] = _answer_run(arm_settings, opened, questions, None, variants)
     except (ValueError, OSError, RuntimeError) as exc:  # RuntimeError: a failed build, reranker or judge
         print(f"ragline eval: {exc}", file=sys.stderr)
         return 1
@@ -518,7 +534,11 @@ def register(commands: Any) -> None:
     ab = actions.add_parser("ab", help="compare variants of query-graph nodes on the same questions")
     _source_args(ab)
     ab.add_argument(
-        "--node", action="append", required=True, help="NAME=baseline,variant[,...], e.g. rerank=none,cross_encoder"
+        "--node",
+        action="append",
+        required=True,
+        help="NAME=baseline,variant[,...]: a node, e.g. rerank=none,cross_encoder, or a query-time setting, e.g. "
+        "clarify_vague=false,true",
     )
     ab.add_argument("--out", required=True)
     ab.set_defaults(func=cmd_eval_ab)

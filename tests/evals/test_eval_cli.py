@@ -241,3 +241,17 @@ def test_eval_beir_scores_a_tiny_beir_folder(env: dict[str, str], tmp_path: Path
         [sys.executable, "-m", "evals.tables", "paired", str(other), str(out), "dense"], capture_output=True, text=True
     )
     assert missing.returncode != 0 and "per-claim nDCG@10 of mode 'dense'" in missing.stderr
+
+
+def test_eval_ab_arm_takes_a_query_setting_and_refuses_an_index_setting(tmp_path: Path) -> None:
+    from pipelines.settings import Settings
+    from ragline.cli.eval import _ab_arm
+
+    settings = Settings(source=str(tmp_path), home=tmp_path / "home")
+    assert _ab_arm(settings, "fusion", "rrf") == (settings, {"fusion": "rrf"})
+    changed, variants = _ab_arm(settings, "clarify_vague", "false")
+    assert variants is None and changed.clarify_vague is False and settings.clarify_vague is True
+    with pytest.raises(ValueError, match="index is built with it"):
+        _ab_arm(settings, "dense_unit_tokens", "0")
+    with pytest.raises(ValueError, match="unknown node/setting"):
+        _ab_arm(settings, "no_such_node", "on")
