@@ -5,6 +5,7 @@ A retrieval table has a row per mode and half: `all` (every question run), `tuni
 python -m evals.tables retrieval fastapi_en.heading.json ...
 python -m evals.tables beir scifact_train.json ...
 python -m evals.tables paired A.json B.json [MODE]   (two `eval beir` runs on the same qrels: B minus A)
+python -m evals.tables paired-retrieval A.json B.json [MODE]   (two `eval retrieval` runs: evidence@5, B minus A)
 """
 
 from __future__ import annotations
@@ -116,12 +117,33 @@ def paired_lane_rows(a_path: Path, b_path: Path, route: str = "question_and_sour
     return rows
 
 
+def paired_retrieval_rows(a_path: Path, b_path: Path, mode: str = "hybrid") -> list[str]:
+    """evidence@5 of `eval retrieval` run B minus run A (two indexes: an ingestion setting changed), per half,
+    over the `answer` questions both runs scored, with the paired bootstrap 95% interval and the sign test."""
+    blocks = [report_halves(json.loads(p.read_text())) for p in (a_path, b_path)]
+    rows = []
+    for half in [h for h in blocks[0] if h in blocks[1]]:
+        ranks = [block[half].get(mode, {}).get("evidence_ranks") for block in blocks]
+        if ranks[0] is None or ranks[1] is None:
+            raise ValueError(f"both files need mode {mode!r} with per-question evidence ranks")
+        ids = sorted(set(ranks[0]) & set(ranks[1]))
+        a, b = ([float(r[q] is not None and r[q] <= 5) for q in ids] for r in ranks)
+        if ids:
+            rows.append(f"| {half} | {mode} | evidence@5 | {len(ids)} | {_compared(a, b)}")
+    return rows
+
+
 # Paired comparisons of two runs: rows of the pair, the default of their optional third argument, header.
 PAIRED = {
     "paired": (
         lambda a, b, mode: [paired_row(a, b, mode)],
         "hybrid",
         "| a | b | mode | n | nDCG@10 a | nDCG@10 b | b - a | 95% CI (paired bootstrap) | sign test p |",
+    ),
+    "paired-retrieval": (
+        paired_retrieval_rows,
+        "hybrid",
+        "| half | mode | metric | n | a | b | b - a | 95% CI (paired bootstrap) | sign test p |",
     ),
     "paired-lanes": (
         paired_lane_rows,
