@@ -242,6 +242,13 @@ class FrontHalf:
             self._semantic[version] = (time.monotonic(), setup)
             return setup
 
+    def screen(self, inputs: dict[str, Any]) -> dict[str, Any]:
+        """The guardrail stage alone (the question's language, the verdict, vagueness), for a caller that
+        retrieves without answering (`QueryService.search`): no cache, no topic gate."""
+        values: dict[str, Any] = {}
+        STAGES[0].run(inputs, {}, values)
+        return values
+
     def run(self, inputs: dict[str, Any], overrides: dict[str, Any] | None = None) -> FrontResult:
         """The front stages up to the first early exit (`FrontResult.early`), or all of them."""
         front, given = FrontResult(inputs), overrides or {}

@@ -21,17 +21,24 @@ from pipelines.adapters.registry import IndexVersion
 from pipelines.ports import StoreUnavailable, VectorIndex
 from pipelines.profiles import Stores
 from pipelines.retrieval.language_lanes import lexical_languages
+from pipelines.retrieval.rerank import probability
+from pipelines.retrieval.retriever import Candidate
 from pipelines.settings import Settings
+from pipelines.text.analysis import Analyzer
 from pipelines.text.language import SpokenLanguage
 from query_graph.active_index import ActiveIndex, FingerprintMismatch, NoActiveIndex, VectorStoreUnavailable
 from query_graph.back_half import BackHalf, failure
 from query_graph.front import FRONT_STAGES, FrontHalf
+from query_graph.nodes.reply import _retrieved_entry as linked_entry
 from query_graph.timing import current_timings, request_started
 
 log = structlog.get_logger(__name__)
 
 FRONT_NODES = [node for stage in FRONT_STAGES for node in stage]  # called stage by stage by FrontHalf.run
 ANSWER_NODES = ["reply"]
+# Retrieval without an answer (/v1/search): the same graph up to the reranked top_k, and the words the
+# reply node reads sections with (to link each passage to its section as `retrieved` does).
+SEARCH_NODES = ["reranked_candidates", "answer_words"]
 RETRIEVAL_PROFILE = "hybrid-rrf"
 
 
@@ -161,6 +168,57 @@ class QueryService:
         )
         return result
 
+    def search(
+        self,
+        question: str,
+        top_k: int | None = None,
+        variants: dict[str, str] | None = None,
+        language: str | None = None,
+    ) -> dict[str, Any]:
+        """Ranked passages for a search box: the guardrail stage, then the query graph's retrieval (the
+        request's variants: fusion, feedback, bridge hop, rerank) up to its top_k, and nothing after it:
+        no cache, topic gate, CRAG, generation or verification. A refused query gets no passages."""
+        started = time.perf_counter()
+        timings: dict[str, float] = {}
+        token = current_timings.set(timings)
+        began = request_started.set(started)
+        try:
+            try:
+                chosen = self.back.variants(variants)
+                graph = self.back.driver(chosen)
+            except Exception as exc:
+                _raise_back_failure(exc)
+                raise
+            version, index = self.active()
+            spoken = SpokenLanguage(language, None) if language else None
+            try:
+                inputs = self.graph_inputs(question, top_k, chosen, version, index, spoken)
+                screened = self.front.screen(inputs)
+                verdict = screened["guardrail_verdict"]
+                out = None
+                if verdict.allowed:
+                    out = graph.execute(SEARCH_NODES, inputs=inputs, overrides=screened)
+            except Exception as exc:
+                _raise_back_failure(exc)
+                raise
+        finally:
+            current_timings.reset(token)
+            request_started.reset(began)
+        result: dict[str, Any] = {"status": "ok" if verdict.allowed else "refused"}
+        if out is None:
+            result["message"], result["passages"] = verdict.message, []
+        else:
+            words = out["answer_words"]
+            ranked = enumerate(out["reranked_candidates"], start=1)
+            result["passages"] = [search_passage(c, rank, question, words) for rank, c in ranked]
+        result["guardrail"] = verdict.as_reply()
+        result["index"] = {"content_version": version.version, "embedding_fingerprint": version.fingerprint}
+        result["variants"] = chosen
+        timings["total"] = round((time.perf_counter() - started) * 1000, 3)
+        result["timings_ms"] = timings
+        log.info("search_answered", status=result["status"], passages=len(result["passages"]), timings_ms=timings)
+        return result
+
     def graph_inputs(
         self,
         question: str,
@@ -204,6 +262,27 @@ class QueryService:
             )
         except CacheUnavailable as exc:
             log.warning("cache_store_failed", error=str(exc))
+
+
+def search_passage(candidate: Candidate, rank: int, question: str, words: Analyzer) -> dict[str, Any]:
+    """One search result: the chunk linked to its section as the reply's `retrieved` links it, its text,
+    its rank and `score`, the score it was ranked by (the reranker's probability when one ran, else the
+    fused score), with the scores behind it."""
+    linked = linked_entry(candidate, None, question, words)
+    score = candidate.fused_score if candidate.rerank_score is None else probability(candidate.rerank_score)
+    return {
+        "rank": rank,
+        "chunk_id": linked["chunk_id"],
+        "document_id": linked["document_id"],
+        "title": linked["title"],
+        "heading_path": list(linked["heading_path"]),  # type: ignore[call-overload]
+        "anchor": linked["anchor"],
+        "source_uri": linked["source_uri"],
+        "language": linked["language"],
+        "text": candidate.chunk.text,
+        "score": round(score, 6),
+        "scores": {k: linked.get(k) for k in ("fused_score", "dense_score", "bm25_score", "rerank_score")},
+    }
 
 
 def _raise_back_failure(exc: Exception) -> None:

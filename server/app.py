@@ -17,7 +17,7 @@ from server.builds import BuildLauncher, BuildTracker, dagster_graphql_launcher
 from server.errors import install_error_handlers
 from server.limits import UploadLimitMiddleware
 from server.metrics import Metrics, MetricsMiddleware
-from server.routes import admin, health, pages, passages, query, stream, voice
+from server.routes import admin, health, pages, passages, query, search, stream, voice
 from server.tokens import RateLimiter, TokenStore
 
 
@@ -83,6 +83,7 @@ def create_app(
     app.include_router(stream.router)
     app.include_router(voice.router)
     app.include_router(passages.router)
+    app.include_router(search.router)
     app.include_router(pages.router)
     app.mount("/static", pages.static_files(), name="static")
     app.include_router(admin.router)

@@ -40,12 +40,17 @@ class QueryRequest(BaseModel):
     @field_validator("language")
     @classmethod
     def _known_language(cls, value: str | None) -> str | None:
-        if value is None:
-            return None
-        code = value.replace("_", "-").split("-")[0].lower()
-        if code not in ISO_639_1:
-            raise ValueError(f"{value!r} is not an ISO 639-1 language code")
-        return code
+        return language_code(value)
+
+
+def language_code(value: str | None) -> str | None:
+    """An ISO 639-1 code from `de`, `pt-BR` or `zh_Hant`; a ValueError (a 422) for an unknown one."""
+    if value is None:
+        return None
+    code = value.replace("_", "-").split("-")[0].lower()
+    if code not in ISO_639_1:
+        raise ValueError(f"{value!r} is not an ISO 639-1 language code")
+    return code
 
 
 class Citation(BaseModel):
@@ -117,3 +122,56 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     502: {"model": ErrorReply, "description": "The generator cited a chunk it was not given (`invalid_citation`)."},
     503: {"model": ErrorReply, "description": "A store is unavailable or no index is active."},
 }
+
+
+class SearchRequest(BaseModel):
+    query: str = Field(min_length=1, description="What to search for.", examples=["dashboard port"])
+    top_k: int | None = Field(None, ge=1, le=50, description="Passages returned (default from settings).")
+    variants: dict[str, str] | None = Field(
+        None,
+        description="Per-request retrieval strategy per node (`{node: variant}`), as for `/v1/query`.",
+        examples=[{"rerank": "cross_encoder"}],
+    )
+    language: str | None = Field(
+        None,
+        pattern=r"^[A-Za-z]{2}(?:[-_][A-Za-z0-9]{2,8})?$",
+        description="The query's language as an ISO 639-1 code, as for `/v1/query`.",
+    )
+
+    @field_validator("language")
+    @classmethod
+    def _known_language(cls, value: str | None) -> str | None:
+        return language_code(value)
+
+
+class PassageScores(BaseModel):
+    fused_score: float | None
+    dense_score: float | None
+    bm25_score: float | None
+    rerank_score: float | None
+
+
+class SearchPassage(BaseModel):
+    rank: int
+    chunk_id: str
+    document_id: str
+    title: str
+    heading_path: list[str]
+    anchor: str = Field(description="The section the passage best matches (the chunk's first one otherwise).")
+    source_uri: str = Field(description="A link to that section: the page's URI with the anchor.")
+    language: str | None
+    text: str
+    score: float = Field(
+        description="What the passages are ranked by: the reranker's probability when it ran, else the fused score."
+    )
+    scores: PassageScores
+
+
+class SearchReply(BaseModel):
+    model_config = ConfigDict(extra="allow")
+
+    status: Literal["ok", "refused"]
+    message: str | None = Field(None, description="Why a refused query got no passages.")
+    passages: list[SearchPassage]
+    index: IndexRef
+    timings_ms: dict[str, float]
