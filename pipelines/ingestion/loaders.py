@@ -3,19 +3,31 @@
 from __future__ import annotations
 
 import datetime as dt
+import os
 import re
+import stat
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Callable, Iterable, Sequence
 from functools import lru_cache
 from pathlib import Path, PurePosixPath
+
+import structlog
 
 from pipelines.documents import Document, sha256_text
 from pipelines.ingestion.pdf_text import PdfError, is_pdf, pdf_to_markdown
 from pipelines.settings import READ_FORMATS
 
+log = structlog.get_logger(__name__)
+
+# Bounds on what one source may make ragline read: a file bigger than this is refused by name (a documentation
+# page is rarely over 1 MB; a build log or a data dump matched by a broad glob would take the build's memory),
+# and so is a source of more matched files than this.
+MAX_FILE_BYTES = 20_000_000
+MAX_FILES = 100_000
+
 
 class SourceError(ValueError):
-    """The source cannot be read as asked (missing directory, no documents matched)."""
+    """The source cannot be read as asked (missing directory, no documents matched, a file too big)."""
 
 
 @lru_cache(maxsize=256)
@@ -46,15 +58,52 @@ def matches(path: str, patterns: Iterable[str]) -> bool:
 
 
 def visible_files(root: Path) -> list[str]:
-    """Relative POSIX paths of every file under root outside dot-files and dot-folders, sorted."""
+    """Relative POSIX paths of every regular file under root outside dot-files and dot-folders, sorted.
+
+    Symbolic links are never followed, to files or to folders: a link in a cloned repository can point at any
+    file of the machine (`notes.md -> ~/.ssh/id_rsa`), and what it names is not part of the source. Special
+    files (FIFOs, sockets, devices) are skipped too: reading a FIFO would block the build. Each skipped path is
+    logged."""
     found = []
-    for path in root.rglob("*"):
-        if not path.is_file():
-            continue
-        rel = path.relative_to(root).as_posix()
-        if not any(part.startswith(".") for part in rel.split("/")):
-            found.append(rel)
+    for folder, folders, files in os.walk(root, followlinks=False):
+        base = Path(folder)
+        folders[:] = sorted(d for d in folders if not d.startswith(".") and _readable(base / d, root, stat.S_ISDIR))
+        found.extend(
+            (base / name).relative_to(root).as_posix()
+            for name in files
+            if not name.startswith(".") and _readable(base / name, root, stat.S_ISREG)
+        )
     return sorted(found)
+
+
+def _readable(path: Path, root: Path, kind: Callable[[int], bool]) -> bool:
+    """The path is no symbolic link and of the kind wanted (a regular file, a folder); else it is logged."""
+    mode = path.lstat().st_mode
+    if stat.S_ISLNK(mode):
+        log.warning("source_path_skipped", path=path.relative_to(root).as_posix(), reason="symbolic link")
+        return False
+    if not kind(mode):
+        log.warning("source_path_skipped", path=path.relative_to(root).as_posix(), reason="not a regular file")
+        return False
+    return True
+
+
+def read_bounded(root: Path, paths: Sequence[str]) -> list[tuple[str, bytes]]:
+    """Each selected file's bytes, refusing a source of more than `MAX_FILES` files or a file over
+    `MAX_FILE_BYTES`, by name, before any is read."""
+    if len(paths) > MAX_FILES:
+        raise SourceError(
+            f"the source matches {len(paths)} files, more than ragline reads from one source ({MAX_FILES}); "
+            "narrow it with --include / --exclude or RAGLINE_INCLUDE / RAGLINE_EXCLUDE"
+        )
+    for rel in paths:
+        size = (root / rel).stat().st_size
+        if size > MAX_FILE_BYTES:
+            raise SourceError(
+                f"{rel} is {size} bytes, over the {MAX_FILE_BYTES}-byte limit of one document; leave it out with "
+                "--exclude or RAGLINE_EXCLUDE"
+            )
+    return [(rel, (root / rel).read_bytes()) for rel in paths]
 
 
 def select_paths(root: Path, include: list[str], exclude: list[str]) -> list[str]:
@@ -95,7 +144,7 @@ def load_directory(root: Path, include: list[str], exclude: list[str]) -> list[D
     if not paths:
         raise nothing_matched(str(root), include, exclude, visible_files(root))
     now = dt.datetime.now(dt.UTC).isoformat()
-    return [text_document(rel, (root / rel).as_uri(), (root / rel).read_bytes(), now) for rel in paths]
+    return [text_document(rel, (root / rel).as_uri(), data, now) for rel, data in read_bounded(root, paths)]
 
 
 def text_document(document_id: str, source_uri: str, data: bytes, fetched_at: str) -> Document:

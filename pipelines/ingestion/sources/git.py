@@ -11,7 +11,14 @@ from pathlib import Path
 import structlog
 
 from pipelines.documents import Document
-from pipelines.ingestion.loaders import SourceError, nothing_matched, select_paths, text_document, visible_files
+from pipelines.ingestion.loaders import (
+    SourceError,
+    nothing_matched,
+    read_bounded,
+    select_paths,
+    text_document,
+    visible_files,
+)
 
 log = structlog.get_logger(__name__)
 
@@ -81,4 +88,4 @@ def load_git(spec: str, include: list[str], exclude: list[str], cache: Path) -> 
         raise nothing_matched(f"{repository} at {commit[:12]}", include, exclude, visible_files(folder))
     now = dt.datetime.now(dt.UTC).isoformat()
     log.info("git_source_checked_out", repository=repository, commit=commit, documents=len(paths))
-    return [text_document(rel, f"{repository}@{commit}:{rel}", (folder / rel).read_bytes(), now) for rel in paths]
+    return [text_document(rel, f"{repository}@{commit}:{rel}", data, now) for rel, data in read_bounded(folder, paths)]

@@ -242,3 +242,52 @@ def test_a_source_with_no_format_read_lists_the_formats_and_the_files_it_saw(sit
     listing.write_text(f"{site}/logo.svg\n{site}/feed.xml\n")
     with pytest.raises(SourceError, match=r"the pages listed .* it holds 2 file\(s\) .*: logo\.svg, feed\.xml"):
         load_source(f"urls+{listing}", include, [], tmp_path, FetchPolicy(delay_seconds=0.0))
+
+
+def test_links_out_of_the_source_and_special_files_are_never_read(tmp_path: Path) -> None:
+    import os
+
+    secret = tmp_path / "home" / "id_rsa"
+    secret.parent.mkdir()
+    secret.write_text("-----BEGIN OPENSSH PRIVATE KEY----- not a doc\n")
+    outside = tmp_path / "elsewhere"
+    outside.mkdir()
+    (outside / "page.md").write_text("# Elsewhere\n\nA page outside the source.\n")
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "guide.md").write_text("# Guide\n\nThe real page.\n")
+    (docs / "notes.md").symlink_to(secret)  # a link to a file outside the source
+    (docs / "more").symlink_to(outside, target_is_directory=True)  # a link to a folder outside it
+    (docs / "inside.md").symlink_to(docs / "guide.md")  # even a link within the source is not followed
+    os.mkfifo(docs / "pipe.md")  # reading it would block the build
+    documents = load_source(str(docs), ["**"], [], tmp_path / "data")
+    assert [d.document_id for d in documents] == ["guide.md"]
+    assert all("PRIVATE KEY" not in d.text for d in documents)
+    # A git checkout is read the same way: the link is committed, the file it names is not read.
+    repo = tmp_path / "repo"
+    repo.mkdir()
+    git(repo, "init", "--quiet", "--initial-branch", "main")
+    (repo / "a.md").write_text("# A\n\nPage.\n")
+    (repo / "notes.md").symlink_to(secret)
+    git(repo, "add", ".")
+    git(repo, "commit", "--quiet", "-m", "one")
+    checked_out = load_source(f"git+{repo}", ["**"], [], tmp_path / "data")
+    assert [d.document_id for d in checked_out] == ["a.md"]
+
+
+def test_a_file_over_the_size_limit_and_too_many_files_are_refused_by_name(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from pipelines.ingestion import loaders
+
+    docs = tmp_path / "docs"
+    docs.mkdir()
+    (docs / "a.md").write_text("# A\n\nSmall page.\n")
+    (docs / "build.log.md").write_text("x" * 5000)
+    monkeypatch.setattr(loaders, "MAX_FILE_BYTES", 4096)  # the real limit is 20 MB: the test writes 5 kB
+    with pytest.raises(SourceError, match=r"build\.log\.md is 5000 bytes, over the 4096-byte limit"):
+        load_source(str(docs), ["**"], [], tmp_path / "data")
+    monkeypatch.setattr(loaders, "MAX_FILE_BYTES", 20_000_000)
+    monkeypatch.setattr(loaders, "MAX_FILES", 1)
+    with pytest.raises(SourceError, match="matches 2 files, more than ragline reads from one source"):
+        load_source(str(docs), ["**"], [], tmp_path / "data")
