@@ -64,7 +64,7 @@ def visible_files(root: Path) -> list[str]:
     file of the machine (`notes.md -> ~/.ssh/id_rsa`), and what it names is not part of the source. Special
     files (FIFOs, sockets, devices) are skipped too: reading a FIFO would block the build. Each skipped path is
     logged."""
-    found = []
+    found: list[str] = []
     for folder, folders, files in os.walk(root, followlinks=False):
         base = Path(folder)
         folders[:] = sorted(d for d in folders if not d.startswith(".") and _readable(base / d, root, stat.S_ISDIR))
