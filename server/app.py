@@ -13,6 +13,7 @@ from pipelines.adapters.tracing import RequestTracer
 from pipelines.profiles import Stores, open_stores
 from pipelines.settings import Settings
 from query_graph.service import QueryFailed, QueryService
+from server import openai_compat
 from server.builds import BuildLauncher, BuildTracker, dagster_graphql_launcher
 from server.errors import install_error_handlers
 from server.limits import UploadLimitMiddleware
@@ -84,6 +85,7 @@ def create_app(
     app.include_router(voice.router)
     app.include_router(passages.router)
     app.include_router(search.router)
+    openai_compat.install(app)
     app.include_router(pages.router)
     app.mount("/static", pages.static_files(), name="static")
     app.include_router(admin.router)

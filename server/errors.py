@@ -1,6 +1,14 @@
-"""Every error leaves the API in one shape: {"error": {"code": "...", "message": "..."}}."""
+"""Every error leaves the API in one shape: {"error": {"code": "...", "message": "..."}}.
+
+A client protocol with an error shape of its own (OpenAI's, server/openai_compat.py) registers it for
+its paths with `add_error_shape`: the same errors (auth, rate limit, validation, the query graph's)
+then leave those paths in that shape, with the status it chooses.
+"""
 
 from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
 
 import structlog
 from fastapi import FastAPI, Request
@@ -14,38 +22,67 @@ log = structlog.get_logger(__name__)
 
 
 class ApiError(Exception):
-    def __init__(self, status: int, code: str, message: str, headers: dict[str, str] | None = None) -> None:
+    def __init__(
+        self, status: int, code: str, message: str, headers: dict[str, str] | None = None, param: str | None = None
+    ) -> None:
         super().__init__(message)
-        self.status, self.code, self.message, self.headers = status, code, message, headers
+        self.status, self.code, self.message, self.headers, self.param = status, code, message, headers, param
 
 
 def error_body(code: str, message: str) -> dict[str, dict[str, str]]:
     return {"error": {"code": code, "message": message}}
 
 
+# (status, code, message, param: the request field at fault or None) -> (status, body)
+ErrorShape = Callable[[int, str, str, str | None], tuple[int, dict[str, Any]]]
+
+
+def add_error_shape(app: FastAPI, prefixes: tuple[str, ...], shape: ErrorShape) -> None:
+    """Errors of requests whose path starts with one of `prefixes` leave in `shape`."""
+    shapes: list[tuple[tuple[str, ...], ErrorShape]] = app.state.error_shapes
+    shapes.append((prefixes, shape))
+
+
+def error_response(
+    request: Request,
+    status: int,
+    code: str,
+    message: str,
+    headers: dict[str, str] | None = None,
+    param: str | None = None,
+) -> JSONResponse:
+    for prefixes, shape in getattr(request.app.state, "error_shapes", ()):
+        if request.url.path.startswith(prefixes):
+            status, body = shape(status, code, message, param)
+            return JSONResponse(body, status_code=status, headers=headers)
+    return JSONResponse(error_body(code, message), status_code=status, headers=headers)
+
+
 def install_error_handlers(app: FastAPI) -> None:
+    app.state.error_shapes = []
+
     @app.exception_handler(ApiError)
-    async def api_error(_: Request, exc: ApiError) -> JSONResponse:
-        return JSONResponse(error_body(exc.code, exc.message), status_code=exc.status, headers=exc.headers)
+    async def api_error(request: Request, exc: ApiError) -> JSONResponse:
+        return error_response(request, exc.status, exc.code, exc.message, exc.headers, exc.param)
 
     @app.exception_handler(QueryFailed)
-    async def query_failed(_: Request, exc: QueryFailed) -> JSONResponse:
-        return JSONResponse(error_body(exc.code, exc.message), status_code=exc.status)
+    async def query_failed(request: Request, exc: QueryFailed) -> JSONResponse:
+        return error_response(request, exc.status, exc.code, exc.message)
 
     @app.exception_handler(RequestValidationError)
-    async def invalid_request(_: Request, exc: RequestValidationError) -> JSONResponse:
-        problems = "; ".join(f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg')}" for e in exc.errors())
-        return JSONResponse(error_body("invalid_request", problems), status_code=422)
+    async def invalid_request(request: Request, exc: RequestValidationError) -> JSONResponse:
+        errors = exc.errors()
+        problems = "; ".join(f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg')}" for e in errors)
+        where = [str(p) for p in errors[0].get("loc", ()) if p != "body"] if errors else []
+        return error_response(request, 422, "invalid_request", problems, param=".".join(where) or None)
 
     @app.exception_handler(StarletteHTTPException)
-    async def http_error(_: Request, exc: StarletteHTTPException) -> JSONResponse:
+    async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
-        return JSONResponse(error_body(code, str(exc.detail)), status_code=exc.status_code)
+        return error_response(request, exc.status_code, code, str(exc.detail))
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:
         # A bug, not a user error: log it whole, answer in the one error shape without internals.
         log.error("unhandled_error", path=request.url.path, error=repr(exc), exc_info=exc)
-        return JSONResponse(
-            error_body("internal_error", "unexpected server error; see the server log"), status_code=500
-        )
+        return error_response(request, 500, "internal_error", "unexpected server error; see the server log")

@@ -12,7 +12,7 @@ import json
 import threading
 import time
 from collections.abc import AsyncIterator, Callable, Iterator
-from typing import Any
+from typing import Any, Protocol
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
@@ -26,6 +26,26 @@ _END = object()
 def sse(event: Event) -> bytes:
     kind = event.get("type", "message")
     return f"event: {kind}\ndata: {json.dumps(event, ensure_ascii=False, default=str)}\n\n".encode()
+
+
+class Renderer(Protocol):
+    """How a stream's events go on the wire: ragline's own events (`RaglineEvents`), or another client
+    protocol's (server/openai_compat.py renders OpenAI's chunks)."""
+
+    def event(self, event: Event) -> bytes: ...
+
+    def error(self, failure: QueryFailed) -> bytes: ...
+
+
+class RaglineEvents:
+    """`sentence` and `final` events as the query graph gives them; a failure as one `error` event."""
+
+    def event(self, event: Event) -> bytes:
+        return sse(event)
+
+    def error(self, failure: QueryFailed) -> bytes:
+        error = {"code": failure.code, "message": failure.message}
+        return sse({"type": "error", "error": error, "status": failure.status})
 
 
 def _pull(events: Iterator[Event]) -> Any:
@@ -79,7 +99,9 @@ async def event_stream(
     started: float,
     on_first_sentence: Callable[[float], None],
     on_final: Callable[[Event], None],
+    render: Renderer | None = None,
 ) -> AsyncIterator[bytes]:
+    render = render or RaglineEvents()
     pump: _Pump | None = None
     kind, item = "event", first
     seen_sentence = False
@@ -87,15 +109,14 @@ async def event_stream(
         while kind != "end":
             if kind == "error":
                 failure = item if isinstance(item, QueryFailed) else QueryFailed(500, "stream_failed", str(item))
-                error = {"code": failure.code, "message": failure.message}
-                yield sse({"type": "error", "error": error, "status": failure.status})
+                yield render.error(failure)
                 return
             if item.get("type") == "sentence" and not seen_sentence:
                 seen_sentence = True
                 on_first_sentence(time.perf_counter() - started)
             if item.get("type") == "final":
                 on_final(item)
-            yield sse(item)
+            yield render.event(item)
             if pump is None:
                 pump = _Pump(events, asyncio.get_running_loop())
             kind, item = await pump.queue.get()
