@@ -35,6 +35,14 @@ class Settings(BaseSettings):
         str(PROJECT_ROOT / "docs"),
         description="Default source: a directory, git+<repo>#<ref>, urls+<file of URLs> or sitemap+<url>.",
     )
+    build_sources: list[str] = Field(
+        default_factory=list,
+        description=(
+            "Sources an admin build over the API may name besides `source`: directories (any folder under one), "
+            "git+<repository> (any ref of it), urls+<file> and sitemap+<url> (any sitemap on that URL's host). "
+            "Any other source is refused with 403 `source_not_allowed`."
+        ),
+    )
     include: list[str] = Field(
         default_factory=lambda: list(DEFAULT_INCLUDE),
         description="Glob patterns of documents to index (default: every format ragline reads, READ_FORMATS).",

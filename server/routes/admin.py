@@ -11,6 +11,7 @@ from pydantic import BaseModel, Field
 from starlette.concurrency import run_in_threadpool
 
 from pipelines.adapters.redis_cache import CacheUnavailable
+from pipelines.ingestion.sources import source_allowed
 from pipelines.ports import StoreUnavailable
 from pipelines.settings import Settings
 from server.builds import BuildRequestBody, BuildTracker, NoLauncher
@@ -49,9 +50,18 @@ async def index_versions(service: ServiceDep) -> dict[str, Any]:
 
 
 @router.post("/v1/admin/index/builds", status_code=202)
-async def start_build(body: BuildBody, request: Request) -> dict[str, Any]:
-    """Launch the Dagster ingestion (webserver when configured, in-process otherwise); poll the build by id."""
+async def start_build(body: BuildBody, request: Request, settings: SettingsDep) -> dict[str, Any]:
+    """Launch the Dagster ingestion (webserver when configured, in-process otherwise); poll the build by id.
+    Only the server's source and those `RAGLINE_BUILD_SOURCES` lists may be named (403 otherwise)."""
     tracker: BuildTracker = request.app.state.builds
+    if body.source is not None and not source_allowed(body.source, settings):
+        allowed = ", ".join([str(settings.source), *settings.build_sources])
+        raise ApiError(
+            403,
+            "source_not_allowed",
+            f"a build may index only the server's source or a source RAGLINE_BUILD_SOURCES lists ({allowed}); "
+            f"{body.source!r} is neither",
+        )
     try:
         build, started = tracker.start(BuildRequestBody(body.source, body.strategy, body.force))
     except NoLauncher as exc:

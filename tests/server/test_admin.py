@@ -34,7 +34,7 @@ def test_build_then_roll_back(make_client: AppFactory, server_env: ServerEnv, tm
     (changed / "ops.md").write_text("# Operations\n\nThe harbor janitor runs every 6 hours and prunes old caches.\n")
     operator = server_env.headers(server_env.admin_token)
     launcher = in_process_launcher(server_env.settings, server_env.stores)
-    with make_client(build_launcher=launcher, rate_limit_per_second=0.0) as client:
+    with make_client(build_launcher=launcher, rate_limit_per_second=0.0, build_sources=[str(tmp_path)]) as client:
         started = client.post("/v1/admin/index/builds", json={"source": str(changed)}, headers=operator)
         assert started.status_code == 202 and started.json()["via"] == "in-process"
         build = wait_for_build(client, started.json()["id"], operator)
@@ -55,16 +55,27 @@ def test_build_then_roll_back(make_client: AppFactory, server_env: ServerEnv, tm
         assert reply.json()["index"]["content_version"] == server_env.version
 
 
-def test_build_errors_and_unknown_ids(make_client: AppFactory, server_env: ServerEnv) -> None:
+def test_build_errors_and_unknown_ids(make_client: AppFactory, server_env: ServerEnv, tmp_path: Path) -> None:
     operator = server_env.headers(server_env.admin_token)
 
     def failing(body: BuildRequestBody) -> dict[str, Any]:
         raise FileNotFoundError(f"no such source {body.source}")
 
-    with make_client(build_launcher=failing) as client:
-        started = client.post("/v1/admin/index/builds", json={"source": "/nowhere"}, headers=operator).json()
+    allowed = tmp_path / "allowed"
+    with make_client(build_launcher=failing, build_sources=[str(allowed)]) as client:
+        started = client.post("/v1/admin/index/builds", json={"source": str(allowed / "gone")}, headers=operator).json()
         build = wait_for_build(client, started["id"], operator)
-        assert build["state"] == "failed" and "no such source /nowhere" in build["error"]
+        assert build["state"] == "failed" and "no such source" in build["error"]
+        # Anything the allow-list does not name is refused before a build starts: a folder outside it, a path
+        # escaping it with "..", a repository or a host nobody listed.
+        for source in (
+            "/etc",
+            str(allowed / ".." / "other"),
+            "git+https://example.org/x.git",
+            "sitemap+http://127.0.0.1/s.xml",
+        ):
+            refused = client.post("/v1/admin/index/builds", json={"source": source}, headers=operator)
+            assert refused.status_code == 403 and refused.json()["error"]["code"] == "source_not_allowed", source
         missing = client.get("/v1/admin/index/builds/nope", headers=operator)
         assert missing.status_code == 404 and missing.json()["error"]["code"] == "not_found"
         unknown = client.post("/v1/admin/index/no-such-version/activate", headers=operator)

@@ -12,6 +12,7 @@ hash, its source URI and when it was fetched.
 from __future__ import annotations
 
 from pathlib import Path
+from urllib.parse import urlsplit
 
 from pipelines.documents import Document
 from pipelines.ingestion.loaders import SourceError, load_directory, select_paths
@@ -19,7 +20,7 @@ from pipelines.ingestion.sources.git import checkout_folder, load_git
 from pipelines.ingestion.sources.web import FetchPolicy, load_sitemap, load_url_list
 from pipelines.settings import Settings
 
-__all__ = ["SourceError", "is_remote", "load_source", "local_root", "source_fingerprint"]
+__all__ = ["SourceError", "is_remote", "load_source", "local_root", "source_allowed", "source_fingerprint"]
 
 REMOTE_PREFIXES = ("git+", "urls+", "sitemap+")
 
@@ -63,3 +64,35 @@ def source_fingerprint(settings: Settings) -> str | None:
         stat = (root / rel).stat()
         digest.update(f"{rel}\x00{stat.st_size}\x00{stat.st_mtime_ns}\n".encode())
     return digest.hexdigest()[:16]
+
+
+def _local(source: str) -> Path:
+    return Path(source).expanduser().resolve()
+
+
+def _covers(allowed: str, source: str) -> bool:
+    """One allow-list entry admits the source: the same folder or one under it, the same repository at any
+    ref, the same URL list file, a sitemap on the same scheme and host."""
+    if allowed.startswith("git+") or source.startswith("git+"):
+        return (
+            allowed.startswith("git+") and source.startswith("git+") and (allowed.split("#")[0] == source.split("#")[0])
+        )
+    if allowed.startswith("sitemap+") or source.startswith("sitemap+"):
+        if not (allowed.startswith("sitemap+") and source.startswith("sitemap+")):
+            return False
+        a, b = urlsplit(allowed.removeprefix("sitemap+")), urlsplit(source.removeprefix("sitemap+"))
+        return (a.scheme, a.netloc) == (b.scheme, b.netloc)
+    if allowed.startswith("urls+") or source.startswith("urls+"):
+        return (
+            allowed.startswith("urls+")
+            and source.startswith("urls+")
+            and (_local(allowed.removeprefix("urls+")) == _local(source.removeprefix("urls+")))
+        )
+    return _local(source).is_relative_to(_local(allowed))
+
+
+def source_allowed(source: str, settings: Settings) -> bool:
+    """May a build over the admin API index `source`? Only the server's own source and what
+    `build_sources` lists: an admin token must not be able to index (and then serve) any file or host the
+    server's machine can reach."""
+    return any(_covers(str(entry), source) for entry in [str(settings.source), *settings.build_sources])

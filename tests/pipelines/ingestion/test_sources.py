@@ -291,3 +291,35 @@ def test_a_file_over_the_size_limit_and_too_many_files_are_refused_by_name(
     monkeypatch.setattr(loaders, "MAX_FILES", 1)
     with pytest.raises(SourceError, match="matches 2 files, more than ragline reads from one source"):
         load_source(str(docs), ["**"], [], tmp_path / "data")
+
+
+def test_the_build_allow_list_admits_its_folders_repositories_and_hosts_only(tmp_path: Path) -> None:
+    from pipelines.ingestion.sources import source_allowed
+
+    settings = Settings(
+        source=str(tmp_path / "docs"),
+        build_sources=[
+            str(tmp_path / "more"),
+            "git+https://example.org/docs.git",
+            "sitemap+https://docs.example.org/a.xml",
+        ],
+    )
+    admitted = [
+        str(tmp_path / "docs"),
+        str(tmp_path / "docs" / "sub"),
+        str(tmp_path / "more" / "x"),
+        "git+https://example.org/docs.git#v2",
+        "sitemap+https://docs.example.org/other.xml",
+    ]
+    refused = [
+        str(tmp_path),
+        str(tmp_path / "docs" / ".." / "secret"),
+        "/etc",
+        "git+https://example.org/docs.git.evil",
+        "git+https://example.org/other.git",
+        "sitemap+http://docs.example.org/a.xml",
+        "sitemap+https://docs.example.org.evil.com/a.xml",
+        f"urls+{tmp_path / 'docs' / 'list.txt'}",
+    ]
+    assert [s for s in admitted if not source_allowed(s, settings)] == []
+    assert [s for s in refused if source_allowed(s, settings)] == []
