@@ -74,11 +74,12 @@ class Settings(BaseSettings):
         ),
     )
     dense_unit_tokens: int = Field(
-        128,
+        0,
         ge=0,
         description=(
             "Multi-vector dense search: besides its own vector, a chunk gets one vector per unit of up to this "
-            "many tokens of its text, and is scored by the best of them (MaxSim); 0: one vector per chunk."
+            "many tokens of its text, and is scored by the best of them (MaxSim); 0: one vector per chunk (the "
+            "default: table units, 128, gained nothing on held-out data, docs/decisions/dense-units.md)."
         ),
     )
     dense_unit_scope: Literal["all", "tables"] = Field(
@@ -143,6 +144,13 @@ class Settings(BaseSettings):
         0.15, description="Least share of the question's content words a cited sentence must cover to be used."
     )
     max_question_chars: int = Field(2000, description="Longest question accepted, in characters.")
+    request_variant_nodes: list[str] | None = Field(
+        None,
+        description="Nodes whose variant a request may choose (`variants`); unset: every node. Others are a 400.",
+    )
+    variant_drivers_kept: int = Field(
+        16, ge=1, description="Query-graph drivers (one per variant combination requests chose) kept, least recent out."
+    )
     cache_prefix: str = Field(
         "ragline", description="Prefix of every cache key (several deployments can share a Redis)."
     )
@@ -172,7 +180,7 @@ class Settings(BaseSettings):
         description="Weights of the dense and BM25 lists in weighted RRF and convex fusion.",
     )
     bm25_feedback: Literal["on", "off"] = Field(
-        "on",
+        "off",
         description=(
             "Hybrid retrieval's BM25 search uses the question expanded by the top dense chunks' heaviest terms "
             "(pseudo-relevance feedback, pipelines/retrieval/feedback.py); off: the question's own terms only."
@@ -184,7 +192,7 @@ class Settings(BaseSettings):
         0.2, ge=0.0, le=1.0, description="Weight of the best added term (the question's own terms weigh 1)."
     )
     bridge_hop: Literal["on", "off"] = Field(
-        "on",
+        "off",
         description=(
             "A hybrid retrieval for a question that asks two things searches once more with the identifiers its "
             "top hits' sections name, and puts the best chunk of another page that names one right after the hit "

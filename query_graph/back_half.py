@@ -30,19 +30,30 @@ class BackHalf:
     def __init__(self, settings: Settings) -> None:
         self.settings = settings
         self.defaults = default_variants(settings)
-        self.drivers = DriverCache()
+        self.drivers = DriverCache(settings.variant_drivers_kept)
         self.bm25_memory = MemoryBM25Cache()
         self.originals = OriginalsCache()
         self._reranker: CrossEncoderReranker | None = None
         self._harness: LLMHarness | None = None
         self._lock = threading.Lock()
 
-    @staticmethod
-    def variant_options() -> dict[str, list[str]]:
-        return {node: list(names) for node, names in VARIANTS.items()}
+    def variant_options(self) -> dict[str, list[str]]:
+        """The nodes a request may choose a variant of (`request_variant_nodes`; all when unset), with their
+        variants."""
+        allowed = self.settings.request_variant_nodes
+        return {node: list(names) for node, names in VARIANTS.items() if allowed is None or node in allowed}
 
     def variants(self, overrides: dict[str, str] | None) -> dict[str, str]:
-        """The request's variants; raises `UnknownVariant` (a 400) naming the valid ones."""
+        """The request's variants; raises `UnknownVariant` (a 400) naming the valid ones, and for a node
+        this deployment does not let requests choose."""
+        allowed = self.settings.request_variant_nodes
+        if allowed is not None:
+            barred = sorted(set(overrides or {}) - set(allowed))
+            if barred:
+                raise UnknownVariant(
+                    f"this server does not let a request choose {', '.join(barred)}; nodes a request may choose: "
+                    f"{', '.join(sorted(allowed)) or 'none'} (RAGLINE_REQUEST_VARIANT_NODES)"
+                )
         return resolve_variants(self.defaults, overrides)
 
     def driver(self, variants: dict[str, str]) -> driver.Driver:

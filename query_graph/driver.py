@@ -3,11 +3,11 @@
 from __future__ import annotations
 
 import logging
-import threading
 from typing import Any
 
 from hamilton import driver
 
+from pipelines.caching.built_once import BuiltOnce
 from query_graph.nodes import (
     cache,
     coverage,
@@ -36,18 +36,15 @@ def build_driver(config: dict[str, Any] | None = None) -> driver.Driver:
 
 
 class DriverCache:
-    """One driver per distinct variant configuration, built on first use and kept (never per request)."""
+    """One driver per distinct variant configuration, built on first use (never per request); the `keep` most
+    recently used are kept. Requests may choose among about 10^5 combinations of variants: kept without a bound,
+    one caller cycling through them would hold a driver for each."""
 
-    def __init__(self) -> None:
-        self._drivers: dict[tuple[tuple[str, Any], ...], driver.Driver] = {}
-        self._lock = threading.Lock()
+    def __init__(self, keep: int = 16) -> None:
+        self._drivers: BuiltOnce[tuple[tuple[str, Any], ...], driver.Driver] = BuiltOnce(keep)
 
     def get(self, config: dict[str, Any]) -> driver.Driver:
-        key = tuple(sorted(config.items()))
-        with self._lock:
-            if key not in self._drivers:
-                self._drivers[key] = build_driver(config)
-            return self._drivers[key]
+        return self._drivers.get(tuple(sorted(config.items())), lambda: build_driver(config))
 
     def __len__(self) -> int:
         return len(self._drivers)
