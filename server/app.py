@@ -13,7 +13,7 @@ from pipelines.adapters.tracing import RequestTracer
 from pipelines.profiles import Stores, open_stores
 from pipelines.settings import Settings
 from query_graph.service import QueryFailed, QueryService
-from server import openai_compat
+from server import mcp_server, openai_compat
 from server.builds import BuildLauncher, BuildTracker, dagster_graphql_launcher
 from server.errors import install_error_handlers
 from server.limits import UploadLimitMiddleware
@@ -43,7 +43,8 @@ def create_app(
         gc.collect()
         gc.freeze()
         try:
-            yield
+            async with serve_mcp():  # the MCP endpoint's session manager
+                yield
         finally:
             gc.unfreeze()  # another app may start in this process (tests): its garbage is collectable
             app.state.query_threads.shutdown(wait=False)
@@ -86,6 +87,7 @@ def create_app(
     app.include_router(passages.router)
     app.include_router(search.router)
     openai_compat.install(app)
+    serve_mcp = mcp_server.install(app)
     app.include_router(pages.router)
     app.mount("/static", pages.static_files(), name="static")
     app.include_router(admin.router)

@@ -56,18 +56,23 @@ def authenticate(request: Request, credentials: HTTPAuthorizationCredentials | N
     return principal
 
 
+def authorize(request: Request, credentials: HTTPAuthorizationCredentials | None, scope: str) -> Principal:
+    """The request's principal, if its token is valid, within its rate limit and has `scope`; else an ApiError."""
+    principal = authenticate(request, credentials)
+    if scope not in principal.scopes:
+        raise ApiError(
+            403,
+            "forbidden",
+            f"this token (name {principal.name!r}) lacks the {scope!r} scope; it has {sorted(principal.scopes)}",
+        )
+    return principal
+
+
 def require_scope(scope: str) -> Callable[..., Any]:
     async def check(
         request: Request, credentials: Annotated[HTTPAuthorizationCredentials | None, Depends(_bearer)]
     ) -> Principal:
-        principal = authenticate(request, credentials)
-        if scope not in principal.scopes:
-            raise ApiError(
-                403,
-                "forbidden",
-                f"this token (name {principal.name!r}) lacks the {scope!r} scope; it has {sorted(principal.scopes)}",
-            )
-        return principal
+        return authorize(request, credentials, scope)
 
     return check
 
