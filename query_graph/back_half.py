@@ -4,6 +4,7 @@ the chosen variants, one cached driver per variant combination, the clients thos
 
 from __future__ import annotations
 
+import ast
 import hashlib
 import json
 import threading
@@ -31,6 +32,7 @@ class BackHalf:
         self.settings = settings
         self.defaults = default_variants(settings)
         self.drivers = DriverCache(settings.variant_drivers_kept)
+        code_digest()  # read once here (about half a second), not on the first request
         self.bm25_memory = MemoryBM25Cache()
         self.originals = OriginalsCache()
         self._reranker: CrossEncoderReranker | None = None
@@ -140,15 +142,29 @@ ANSWER_CODE = ("pipelines", "query_graph")
 
 @cache
 def code_digest(root: Path = PROJECT_ROOT) -> str:
-    """A digest of every source file of `ANSWER_CODE`: part of the cache namespace, so an upgrade of ragline
-    never serves an answer that the old code chose, quoted or checked. A version constant per rule set would
-    have to be raised by hand at each change, and was not for several of them; servers running the same code
-    still share their entries."""
+    """A digest of the logic of every source file of `ANSWER_CODE`: part of the cache namespace, so an upgrade
+    of ragline never serves an answer that the old code chose, quoted or checked. It reads each file's syntax
+    tree without its docstrings (`_logic`), so a comment, a docstring or a reformatting leaves every cached
+    answer in place, and any change of what the code does starts a new namespace. A version constant per rule
+    set would have to be raised by hand at each change, and was not for several of them; servers running the
+    same code still share their entries."""
     digest = hashlib.sha256()
     for package in ANSWER_CODE:
         for path in sorted((root / package).rglob("*.py")):
-            digest.update(path.relative_to(root).as_posix().encode() + b"\0" + path.read_bytes() + b"\0")
+            digest.update(path.relative_to(root).as_posix().encode() + b"\0" + _logic(path).encode() + b"\0")
     return digest.hexdigest()[:16]
+
+
+def _logic(path: Path) -> str:
+    """The file's syntax tree, less docstrings, comments and layout (which the parser drops)."""
+    tree = ast.parse(path.read_bytes(), filename=str(path))
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Module | ast.ClassDef | ast.FunctionDef | ast.AsyncFunctionDef):
+            body = node.body
+            first = body[0].value if body and isinstance(body[0], ast.Expr) else None
+            if isinstance(first, ast.Constant) and isinstance(first.value, str):
+                node.body = body[1:] or [ast.Pass()]
+    return ast.dump(tree, include_attributes=False)
 
 
 def answer_settings(settings: Settings) -> dict[str, Any]:

@@ -3,7 +3,7 @@ answers in Redis under the exact-cache key of the question that produced them).
 
 The namespace holds everything that changes an answer (DESIGN.md: content version, embedding
 fingerprint, strategy, retrieval profile, prompt version, generator model, answer token limit) plus
-the calibration in force and a digest of the query code (in the retrieval profile, `back_half.code_digest`),
+the calibration in force and a digest of the query code's logic (in the retrieval profile, `back_half.code_digest`),
 so a new index, model, prompt, limit, threshold or ragline version misses old entries without a flush.
 Caches fail open: an unreachable Redis or shard is a `bypass`, never an error.
 """

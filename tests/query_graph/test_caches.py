@@ -69,6 +69,11 @@ def test_an_upgrade_of_the_answer_code_misses_the_old_answers(tmp_path: Path) ->
     assert digest(tmp_path) != before
     (tmp_path / "query_graph" / "rules.py").write_text("MIN_SUPPORT = 0.6\n")
     assert digest(tmp_path) == before
+    # A comment, a docstring or a reformatting changes no answer: the digest stays.
+    (tmp_path / "query_graph" / "rules.py").write_text('"""Rules."""\n\n# the least support\nMIN_SUPPORT  =  0.6\n')
+    assert digest(tmp_path) == before
+    (tmp_path / "query_graph" / "rules.py").write_text('"""Rules."""\nMIN_SUPPORT = 0.6\nMAX = 2\n')
+    assert digest(tmp_path) != before
     back = BackHalf(Settings())
     assert json.loads(back.inputs(back.defaults, 8)["retrieval_profile"])["code"] == code_digest()
 
