@@ -252,6 +252,6 @@ def test_eval_ab_arm_takes_a_query_setting_and_refuses_an_index_setting(tmp_path
     changed, variants = _ab_arm(settings, "clarify_vague", "false")
     assert variants is None and changed.clarify_vague is False and settings.clarify_vague is True
     with pytest.raises(ValueError, match="index is built with it"):
-        _ab_arm(settings, "dense_unit_tokens", "0")
+        _ab_arm(settings, "dense_unit_tokens", "128")
     with pytest.raises(ValueError, match="unknown node/setting"):
         _ab_arm(settings, "no_such_node", "on")

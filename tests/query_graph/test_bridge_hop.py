@@ -68,7 +68,7 @@ def test_a_two_ask_question_gets_the_page_that_names_the_first_answer(runner_doc
     assert "install/docker.md" not in [r["document_id"] for r in off["retrieved"]]  # one hop misses it
     assert not any("bridge" in r for r in off["retrieved"])
 
-    on = service.answer(QUESTION, top_k=3)
+    on = service.answer(QUESTION, top_k=3, variants={"bridge_hop": "on"})
     assert on["variants"]["bridge_hop"] == "on" and "bridged_candidates" in on["timings_ms"]
     retrieved = on["retrieved"]
     assert len(retrieved) == 3 and [r["fused_rank"] for r in retrieved] == [1, 2, 3]
@@ -83,7 +83,7 @@ def test_a_two_ask_question_gets_the_page_that_names_the_first_answer(runner_doc
     assert [r["chunk_id"] for r in retrieved[:hop]] == first[:hop]
     assert [r["chunk_id"] for r in retrieved[hop + 1 :]] == first[hop : len(retrieved) - 1]
     # When the source is the last hit the generator reads, there is no place after it: no hop, no error.
-    short = service.answer(QUESTION, top_k=hop)
+    short = service.answer(QUESTION, top_k=hop, variants={"bridge_hop": "on"})
     assert [r["chunk_id"] for r in short["retrieved"]] == first[:hop]
     assert not any("bridge" in r for r in short["retrieved"])
     # The HTTP reply's model keeps the hop's fields (the server answers with it).
@@ -94,7 +94,7 @@ def test_a_two_ask_question_gets_the_page_that_names_the_first_answer(runner_doc
 def test_a_question_of_one_ask_has_no_second_hop(runner_docs: Harbor) -> None:
     service = runner_docs.service(crag="off")
     question = "I run the runner in Docker. Which config.toml section do I need for interactive web terminals?"
-    on = service.answer(question, top_k=3)
+    on = service.answer(question, top_k=3, variants={"bridge_hop": "on"})
     off = service.answer(question, top_k=3, variants={"bridge_hop": "off"})
     assert [r["chunk_id"] for r in on["retrieved"]] == [r["chunk_id"] for r in off["retrieved"]]
     assert not any("bridge" in r for r in on["retrieved"])

@@ -37,8 +37,8 @@ def test_each_retrieval_variant_answers_from_the_right_page(harbor: Harbor, retr
         assert "bm25_hits" not in ran and all(r["bm25_rank"] is None for r in retrieved)
     if retrieval == "bm25":
         assert "dense_hits" not in ran and all(r["dense_rank"] is None for r in retrieved)
-    if retrieval == "hybrid":  # BM25 feedback (on by default) runs the BM25 search, from the dense hits
-        assert {"dense_hits", "feedback_bm25_hits", "fused_candidates"} <= ran and "bm25_hits" not in ran
+    if retrieval == "hybrid":  # BM25 feedback is off by default: BM25 searches with the question's own terms
+        assert {"dense_hits", "bm25_hits", "fused_candidates"} <= ran
 
 
 def test_memory_bm25_engine_matches_the_sparse_vectors_on_an_identifier(harbor: Harbor) -> None:
@@ -121,20 +121,20 @@ def test_bm25_feedback_searches_again_and_is_a_variant(harbor: Harbor, engine: s
 
 
 def test_warm_builds_the_feedback_statistics_before_the_first_question(harbor: Harbor) -> None:
-    service = harbor.service()
+    service = harbor.service(bm25_feedback="on")
     service.warm()
     assert len(service.back.bm25_memory._engines) == 1
-    untouched = harbor.service(bm25_feedback="off", bridge_hop="off")
+    untouched = harbor.service()  # the defaults: no feedback, no bridge hop
     untouched.warm()  # nothing reads the statistics: nothing is built
     assert len(untouched.back.bm25_memory._engines) == 0
-    hop_only = harbor.service(bm25_feedback="off")
+    hop_only = harbor.service(bridge_hop="on")
     hop_only.warm()  # the bridge hop searches the in-memory engine too
     assert len(hop_only.back.bm25_memory._engines) == 1
 
 
 def test_kept_chunks_come_from_the_feedback_statistics_without_a_store_call(harbor: Harbor) -> None:
     service = harbor.service()
-    with_feedback, without = plan_for(service, 5), plan_for(service, 5, feedback=False)
+    with_feedback, without = plan_for(service, 5, feedback=True), plan_for(service, 5, feedback=False)
     fed = with_feedback.run(PORT_Q)
     plain = without.run(PORT_Q)
     lane = with_feedback.lanes[0]

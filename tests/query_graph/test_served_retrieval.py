@@ -20,8 +20,8 @@ HARBOR_QUESTIONS = (
     "What does harbor sync do?",
 )
 SETTINGS: list[dict[str, Any]] = [
-    {},  # the defaults: convex fusion, BM25 feedback, bridge hop, distinct passages
-    {"fusion": "rrf", "bm25_feedback": "off", "distinct_passages": "off", "top_k": 4},
+    {},  # the defaults: convex fusion, distinct passages, no BM25 feedback, no bridge hop
+    {"fusion": "rrf", "bm25_feedback": "on", "bridge_hop": "on", "distinct_passages": "off", "top_k": 4},
     {"retrieval": "bm25", "bm25_engine": "memory"},
     {"retrieval": "dense", "candidates": 5},
 ]
@@ -64,5 +64,5 @@ def test_smoke_check_ranks_what_the_served_path_ranks(harbor: Harbor, updates: d
 
 
 def test_smoke_check_takes_the_served_second_hop(runner_docs: Harbor) -> None:
-    (rows,) = ranked_alike(runner_docs, (QUESTION,), top_k=3)
+    (rows,) = ranked_alike(runner_docs, (QUESTION,), top_k=3, bridge_hop="on")
     assert any(r.get("bridge") and r["document_id"] == "install/docker.md" for r in rows), rows

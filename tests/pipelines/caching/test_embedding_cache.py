@@ -29,7 +29,8 @@ def vectors_of(chunks, request: BuildRequest) -> int:  # type: ignore[no-untyped
 
 def test_a_one_page_change_re_embeds_only_that_page(tmp_path: Path) -> None:
     source = write_corpus(tmp_path / "docs")
-    request = BuildRequest.from_settings(Settings(source=source, exclude=["notes/**"]))
+    # Table units on (off by default): the cache holds a chunk's unit vectors beside its own.
+    request = BuildRequest.from_settings(Settings(source=source, exclude=["notes/**"], dense_unit_tokens=128))
     cache = tmp_path / "cache.sqlite"
     before = chunks_of(source, request)
     full = build.embed_chunks(before, request, cache)
