@@ -342,6 +342,9 @@ class Settings(BaseSettings):
         description="Longest a build's Dagster run may stay QUEUED or NOT_STARTED before the build fails.",
     )
     max_audio_bytes: int = Field(10_000_000, description="Largest audio upload accepted by the voice routes, in bytes.")
+    max_body_bytes: int = Field(
+        1_000_000, ge=1024, description="Largest request body of every route but the voice ones, in bytes (413)."
+    )
     max_audio_seconds: float = Field(60.0, description="Longest audio accepted by the voice routes, in seconds.")
     whisper_model: str = Field(
         "whisper-base",

@@ -16,7 +16,7 @@ from query_graph.service import QueryFailed, QueryService
 from server import mcp_server, openai_compat
 from server.builds import BuildLauncher, BuildTracker, dagster_graphql_launcher
 from server.errors import install_error_handlers
-from server.limits import UploadLimitMiddleware
+from server.limits import MULTIPART_SLACK, BodyLimitMiddleware
 from server.metrics import Metrics, MetricsMiddleware
 from server.routes import admin, health, pages, passages, query, search, stream, voice
 from server.tokens import RateLimiter, TokenStore
@@ -74,9 +74,14 @@ def create_app(
         app.state.builds = BuildTracker(dagster_graphql_launcher(settings), "dagster-webserver")
     else:
         app.state.builds = BuildTracker(build_launcher, "in-process")
-    voice_limit = settings.max_audio_bytes
+    voice_limit, body_limit = settings.max_audio_bytes, settings.max_body_bytes
     app.add_middleware(
-        UploadLimitMiddleware, limit_for=lambda path: voice_limit if path.startswith("/v1/voice/") else None
+        BodyLimitMiddleware,
+        limit_for=lambda path: (
+            (voice_limit, MULTIPART_SLACK, "audio_too_large")
+            if path.startswith("/v1/voice/")
+            else (body_limit, 0, "body_too_large")
+        ),
     )
     app.add_middleware(MetricsMiddleware, metrics=app.state.metrics)
     install_error_handlers(app)

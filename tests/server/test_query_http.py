@@ -92,3 +92,22 @@ def test_server_refuses_to_start_on_an_index_of_another_model(settings: Settings
     stores.registry.update(built.version, fingerprint="0000000000000000")
     with pytest.raises(RuntimeError, match="refusing to start"), TestClient(create_app(settings, stores)):
         pass
+
+
+def test_a_body_over_the_limit_is_413_whether_declared_or_streamed(settings: Settings, stores: Stores, built) -> None:  # type: ignore[no-untyped-def]
+    with TestClient(create_app(settings.model_copy(update={"max_body_bytes": 4096}), stores)) as client:
+        big = {"question": "Which port does the dashboard use?", "padding": "x" * 5000}
+        declared = client.post("/v1/query", json=big, headers=AUTH)
+        assert declared.status_code == 413 and declared.json()["error"]["code"] == "body_too_large"
+        assert "4096 bytes" in declared.json()["error"]["message"]
+
+        def chunks() -> Iterator[bytes]:  # no Content-Length: counted as it arrives
+            yield b'{"question": "Which port does the dashboard use?", "padding": "'
+            for _ in range(10):
+                yield b"x" * 1000
+            yield b'"}'
+
+        streamed = client.post("/v1/query", content=chunks(), headers={**AUTH, "content-type": "application/json"})
+        assert streamed.status_code == 413 and streamed.json()["error"]["code"] == "body_too_large"
+        small = client.post("/v1/query", json={"question": "Which port does the dashboard use?"}, headers=AUTH)
+        assert small.status_code == 200
