@@ -88,19 +88,21 @@ def _readable(path: Path, root: Path, kind: Callable[[int], bool]) -> bool:
     return True
 
 
-def read_bounded(root: Path, paths: Sequence[str]) -> list[tuple[str, bytes]]:
-    """Each selected file's bytes, refusing a source of more than `MAX_FILES` files or a file over
-    `MAX_FILE_BYTES`, by name, before any is read."""
-    if len(paths) > MAX_FILES:
+def read_bounded(
+    root: Path, paths: Sequence[str], max_files: int = MAX_FILES, max_file_bytes: int = MAX_FILE_BYTES
+) -> list[tuple[str, bytes]]:
+    """Each selected file's bytes, refusing a source of more than `max_files` files or a file over
+    `max_file_bytes`, by name, before any is read."""
+    if len(paths) > max_files:
         raise SourceError(
-            f"the source matches {len(paths)} files, more than ragline reads from one source ({MAX_FILES}); "
+            f"the source matches {len(paths)} files, more than ragline reads from one source ({max_files}); "
             "narrow it with --include / --exclude or RAGLINE_INCLUDE / RAGLINE_EXCLUDE"
         )
     for rel in paths:
         size = (root / rel).stat().st_size
-        if size > MAX_FILE_BYTES:
+        if size > max_file_bytes:
             raise SourceError(
-                f"{rel} is {size} bytes, over the {MAX_FILE_BYTES}-byte limit of one document; leave it out with "
+                f"{rel} is {size} bytes, over the {max_file_bytes}-byte limit of one document; leave it out with "
                 "--exclude or RAGLINE_EXCLUDE"
             )
     return [(rel, (root / rel).read_bytes()) for rel in paths]

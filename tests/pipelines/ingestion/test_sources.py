@@ -275,22 +275,21 @@ def test_links_out_of_the_source_and_special_files_are_never_read(tmp_path: Path
     assert [d.document_id for d in checked_out] == ["a.md"]
 
 
-def test_a_file_over_the_size_limit_and_too_many_files_are_refused_by_name(
-    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    from pipelines.ingestion import loaders
+def test_a_file_over_the_size_limit_and_too_many_files_are_refused_by_name(tmp_path: Path) -> None:
+    from pipelines.ingestion.loaders import MAX_FILE_BYTES, read_bounded, select_paths
 
     docs = tmp_path / "docs"
     docs.mkdir()
     (docs / "a.md").write_text("# A\n\nSmall page.\n")
     (docs / "build.log.md").write_text("x" * 5000)
-    monkeypatch.setattr(loaders, "MAX_FILE_BYTES", 4096)  # the real limit is 20 MB: the test writes 5 kB
+    paths = select_paths(docs, ["**"], [])
+    assert [rel for rel, _ in read_bounded(docs, paths)] == ["a.md", "build.log.md"]  # the real limit: 20 MB
+    assert MAX_FILE_BYTES == 20_000_000
+    # The same check with smaller limits, so the test writes kilobytes, not megabytes.
     with pytest.raises(SourceError, match=r"build\.log\.md is 5000 bytes, over the 4096-byte limit"):
-        load_source(str(docs), ["**"], [], tmp_path / "data")
-    monkeypatch.setattr(loaders, "MAX_FILE_BYTES", 20_000_000)
-    monkeypatch.setattr(loaders, "MAX_FILES", 1)
+        read_bounded(docs, paths, max_file_bytes=4096)
     with pytest.raises(SourceError, match="matches 2 files, more than ragline reads from one source"):
-        load_source(str(docs), ["**"], [], tmp_path / "data")
+        read_bounded(docs, paths, max_files=1)
 
 
 def test_the_build_allow_list_admits_its_folders_repositories_and_hosts_only(tmp_path: Path) -> None:
