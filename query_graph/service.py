@@ -10,6 +10,8 @@ never a fake `no_answer`.
 from __future__ import annotations
 
 import time
+from collections.abc import Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
@@ -120,16 +122,8 @@ class QueryService:
         `language_probability`: the language gate judges it instead of the words when it is sure enough
         (pipelines/guardrails/screen.py `question_language`)."""
         started = time.perf_counter()
-        timings: dict[str, float] = {}
-        token = current_timings.set(timings)
-        began = request_started.set(started)
-        try:
-            try:
-                chosen = self.back.variants(variants)
-                graph = self.back.driver(chosen)
-            except Exception as exc:
-                _raise_back_failure(exc)
-                raise
+        with _request_timings(started) as timings:
+            chosen, graph = self._graph_for(variants)
             version, index = self.active()
             spoken = SpokenLanguage(language, language_probability) if language else None
             try:
@@ -154,9 +148,6 @@ class QueryService:
                 if front.cache_status == "miss":
                     self._store(front.values["exact_cache_key"], result)
                     self.front.remember(front, result)
-        finally:
-            current_timings.reset(token)
-            request_started.reset(began)
         timings["total"] = round((time.perf_counter() - started) * 1000, 3)
         result["timings_ms"] = timings
         log.info(
@@ -179,16 +170,8 @@ class QueryService:
         request's variants: fusion, feedback, bridge hop, rerank) up to its top_k, and nothing after it:
         no cache, topic gate, CRAG, generation or verification. A refused query gets no passages."""
         started = time.perf_counter()
-        timings: dict[str, float] = {}
-        token = current_timings.set(timings)
-        began = request_started.set(started)
-        try:
-            try:
-                chosen = self.back.variants(variants)
-                graph = self.back.driver(chosen)
-            except Exception as exc:
-                _raise_back_failure(exc)
-                raise
+        with _request_timings(started) as timings:
+            chosen, graph = self._graph_for(variants)
             version, index = self.active()
             spoken = SpokenLanguage(language, None) if language else None
             try:
@@ -201,9 +184,6 @@ class QueryService:
             except Exception as exc:
                 _raise_back_failure(exc)
                 raise
-        finally:
-            current_timings.reset(token)
-            request_started.reset(began)
         result: dict[str, Any] = {"status": "ok" if verdict.allowed else "refused"}
         if out is None:
             result["message"], result["passages"] = verdict.message, []
@@ -218,6 +198,15 @@ class QueryService:
         result["timings_ms"] = timings
         log.info("search_answered", status=result["status"], passages=len(result["passages"]), timings_ms=timings)
         return result
+
+    def _graph_for(self, variants: dict[str, str] | None) -> tuple[dict[str, str], Any]:
+        """The request's variants and the driver built for them; a bad variant is a QueryFailed (400)."""
+        try:
+            chosen = self.back.variants(variants)
+            return chosen, self.back.driver(chosen)
+        except Exception as exc:
+            _raise_back_failure(exc)
+            raise
 
     def graph_inputs(
         self,
@@ -283,6 +272,19 @@ def search_passage(candidate: Candidate, rank: int, question: str, words: Analyz
         "score": round(score, 6),
         "scores": {k: linked.get(k) for k in ("fused_score", "dense_score", "bm25_score", "rerank_score")},
     }
+
+
+@contextmanager
+def _request_timings(started: float) -> Iterator[dict[str, float]]:
+    """The request's node timings, collected by the graph's timer while the block runs (`query_graph.timing`)."""
+    timings: dict[str, float] = {}
+    token = current_timings.set(timings)
+    began = request_started.set(started)
+    try:
+        yield timings
+    finally:
+        current_timings.reset(token)
+        request_started.reset(began)
 
 
 def _raise_back_failure(exc: Exception) -> None:
