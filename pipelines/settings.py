@@ -172,8 +172,12 @@ class Settings(BaseSettings):
     bm25_engine: Literal["qdrant", "memory"] = Field(
         "qdrant", description="BM25 engine: Qdrant sparse vectors with IDF, or rank-bm25 in memory."
     )
-    fusion: Literal["rrf", "weighted_rrf", "dbsf", "convex"] = Field(
-        "convex", description="How hybrid retrieval fuses its lists."
+    fusion: Literal["rrf", "weighted_rrf", "dbsf", "convex", "convex_heads"] = Field(
+        "convex",
+        description=(
+            "How hybrid retrieval fuses its lists; convex_heads: convex, with each list's first two hits first "
+            "(pipelines/retrieval/fusion.py)."
+        ),
     )
     fusion_weights: list[float] = Field(
         default_factory=lambda: [1.0, 1.0],
@@ -200,6 +204,22 @@ class Settings(BaseSettings):
         ),
     )
     bridge_hop_sources: int = Field(3, ge=1, description="Top hits whose section headings may name a bridge.")
+    sub_queries: Literal["off", "asks"] = Field(
+        "off",
+        description=(
+            "asks: a question that asks two things or more (pipelines/text/asks.py) is also searched ask by ask, "
+            "and the whole question's list and each ask's take turns in the candidates "
+            "(pipelines/retrieval/retriever.py `asked`); off: one search for the whole question."
+        ),
+    )
+    passages_per_page: int = Field(
+        0,
+        ge=0,
+        description=(
+            "At most this many of the hits kept after fusion come from one page while hits of other pages wait; "
+            "the waiting hits fill the places left (pipelines/retrieval/retriever.py `kept_hits`). 0: no limit."
+        ),
+    )
     distinct_passages: Literal["on", "off"] = Field(
         "on",
         description=(

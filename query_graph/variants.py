@@ -23,6 +23,7 @@ VARIANT_NODES: tuple[str, ...] = (
     "bm25_feedback",
     "bridge_hop",
     "distinct_passages",
+    "sub_queries",
     "language_route",
     "rerank",
     "coverage",

@@ -75,6 +75,8 @@ def plan_for(service: QueryService, depth: int, feedback: bool | None = None) ->
         bridge_depth=s.top_k if s.bridge_hop == "on" else 0,
         bridge_sources=s.bridge_hop_sources,
         distinct=s.distinct_passages == "on",
+        sub_queries=s.sub_queries == "asks",
+        per_page=s.passages_per_page,
     )
 
 

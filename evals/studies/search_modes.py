@@ -19,7 +19,7 @@ from typing import Any
 import numpy as np
 
 from pipelines.documents import Chunk
-from pipelines.ports import VectorIndex
+from pipelines.ports import Embedder, VectorIndex
 from pipelines.retrieval import fusion
 from pipelines.retrieval.bm25 import MemoryBM25Cache
 from pipelines.retrieval.feedback import Feedback
@@ -56,6 +56,9 @@ class SearchSetup:
     bridge_depth: int = 0  # hybrid's second hop looks at this many hits (the settings' top_k); 0: off
     bridge_sources: int = 3
     distinct: bool = False  # pass over hits whose passage a better hit's holds (RetrievalPlan.kept_hits)
+    sub_queries: bool = False  # a question of two asks also searched per ask (RetrievalPlan.asked)
+    per_page: int = 0  # hits of one page kept before other pages' (RetrievalPlan.kept_hits); 0: no limit
+    embedder: Embedder | None = None  # embeds the asks of `sub_queries` (the question's own embedding is given)
 
     originals: OriginalsCache = field(default_factory=OriginalsCache)
     bm25_memory: MemoryBM25Cache = field(default_factory=MemoryBM25Cache)  # the feedback's term statistics
@@ -80,6 +83,8 @@ class SearchSetup:
             "bridge_depth": settings.top_k if settings.bridge_hop == "on" else 0,
             "bridge_sources": settings.bridge_hop_sources,
             "distinct": settings.distinct_passages == "on",
+            "sub_queries": settings.sub_queries == "asks",
+            "per_page": settings.passages_per_page,
         }
         return cls(index=index, strategy=strategy, **{**values, **overrides})
 
@@ -96,7 +101,7 @@ class SearchSetup:
             retrieval=mode,
             bm25_engine="qdrant",
             fusion=self.fusion,
-            embedder=None,  # the caller embeds each question once for every mode
+            embedder=self.embedder,  # the caller embeds each question once for every mode; this, only its asks
             vector_index=self.index,
             bm25_memory=self.bm25_memory,
             index_version="eval",
@@ -112,6 +117,8 @@ class SearchSetup:
             bridge_depth=self.bridge_depth if mode == "hybrid" else 0,
             bridge_sources=self.bridge_sources,
             distinct=self.distinct,
+            sub_queries=self.sub_queries,
+            per_page=self.per_page,
         )
 
     def lanes(self, question: str) -> tuple[Lane, ...]:

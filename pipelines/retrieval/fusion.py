@@ -10,7 +10,8 @@ import statistics
 from collections.abc import Sequence
 
 Ranked = Sequence[tuple[str, float]]
-FUSIONS = ("rrf", "weighted_rrf", "dbsf", "convex")
+FUSIONS = ("rrf", "weighted_rrf", "dbsf", "convex", "convex_heads")
+HEADS = 2  # `convex_heads`: each list's first hits that lead the fused list
 
 
 def _sorted(scores: dict[str, float]) -> list[tuple[str, float]]:
@@ -80,6 +81,18 @@ def convex_combination(lists: Sequence[Ranked], weights: Sequence[float] | None 
     return _sorted(fused)
 
 
+def convex_with_heads(
+    lists: Sequence[Ranked], weights: Sequence[float] | None = None, heads: int = HEADS
+) -> list[tuple[str, float]]:
+    """The convex combination, except that each list's first `heads` hits come first (in the convex order
+    among themselves): a chunk one retriever ranks near the top and the other does not return at all gets
+    0 from that other list, and chunks that both return at middling ranks pass it; here every retriever's
+    surest hits are among the first places whatever the other says."""
+    fused = convex_combination(lists, weights)
+    lead = {item for ranked in lists for item, _ in ranked[:heads]}
+    return [p for p in fused if p[0] in lead] + [p for p in fused if p[0] not in lead]
+
+
 def fuse(
     method: str, lists: Sequence[Ranked], k: int = 60, weights: Sequence[float] | None = None
 ) -> list[tuple[str, float]]:
@@ -93,6 +106,8 @@ def fuse(
         return distribution_based_score_fusion(lists)
     if method == "convex":
         return convex_combination(lists, weights)
+    if method == "convex_heads":
+        return convex_with_heads(lists, weights)
     raise ValueError(f"unknown fusion {method!r}; valid: {', '.join(FUSIONS)}")
 
 

@@ -33,6 +33,7 @@ from pipelines.retrieval.rerank import CrossEncoderReranker
 from pipelines.retrieval.translations import Originals, OriginalsCache
 from pipelines.settings import Settings
 from pipelines.text import analysis
+from pipelines.text.asks import split_asks
 
 
 @dataclass(frozen=True)
@@ -101,6 +102,8 @@ class RetrievalPlan:
     bridge_depth: int = 0  # the list the generator reads (top_k), where a second hop looks; 0: no second hop
     bridge_sources: int = 3  # the first hits whose headings may name a bridge (pipelines/retrieval/bridge_hop.py)
     distinct: bool = False  # pass over a hit whose passage lies inside a better hit's (`kept_hits`)
+    sub_queries: bool = False  # a question of two asks or more also searched per ask (`asked`)
+    per_page: int = 0  # at most this many hits of one page before other pages' (`kept_hits`); 0: no limit
 
     def dense(self, embedding: np.ndarray) -> list[list[Ranked]]:
         return [
@@ -173,10 +176,12 @@ class RetrievalPlan:
         next hit takes its place: neighbouring chunks of a page often share one window ("small to big",
         `RAGLINE_CHUNK_CONTEXT_TOKENS`), and a second copy of a passage would take one of the few places
         the generator reads. Payloads are read in batches until `keep` distinct hits are found."""
-        if not self.distinct:
+        if not self.distinct and not self.per_page:
             head = fused[: self.keep]
             return head, self._payloads([key for key, _ in head])
         kept: list[tuple[str, float]] = []
+        deferred: list[tuple[str, float]] = []  # over `per_page`: they wait for places no other page takes
+        pages: dict[str, int] = {}
         chunks: dict[str, Chunk] = {}
         start = 0
         while len(kept) < self.keep and start < len(fused):
@@ -185,9 +190,15 @@ class RetrievalPlan:
             chunks.update(self._payloads([key for key, _ in batch]))
             for key, score in batch:
                 chunk = chunks.get(key)  # a missing payload stays in: `_candidates` reports the damaged shard
-                if chunk is None or not any(_inside(chunk, chunks.get(better)) for better, _ in kept):
-                    kept.append((key, score))
-        return kept, chunks
+                if chunk is not None and self.distinct and any(_inside(chunk, chunks.get(b)) for b, _ in kept):
+                    continue
+                if chunk is not None and self.per_page:
+                    if pages.get(chunk.document_id, 0) >= self.per_page:
+                        deferred.append((key, score))
+                        continue
+                    pages[chunk.document_id] = pages.get(chunk.document_id, 0) + 1
+                kept.append((key, score))
+        return kept + deferred[: self.keep - len(kept)], chunks
 
     def _payloads(self, keys: list[str]) -> dict[str, Chunk]:
         """The kept chunks. When this pass has used the lanes' in-memory BM25 engines (BM25 feedback, or
@@ -228,7 +239,34 @@ class RetrievalPlan:
             sparse = self.sparse_with_feedback(question, dense)
         else:
             sparse = self.sparse(question) if self.retrieval != "dense" else []
-        return self.bridged(question, self.fused(dense, sparse))
+        return self.bridged(question, self.asked(question, self.fused(dense, sparse)))
+
+    def asked(self, question: str, candidates: list[Candidate]) -> list[Candidate]:
+        """With `sub_queries`, a question that asks two things or more (pipelines/text/asks.py) is also searched
+        ask by ask, and the lists take turns: the whole question's first hit, each ask's first, then the
+        second of each, and so on, a chunk once (and, with `distinct`, not a passage a kept hit's passage
+        holds). Searched whole, the ask whose words weigh most fills the list with its page, and the page
+        that answers the other ask falls below the few places the generator reads. A question of one ask,
+        or `sub_queries` off: unchanged, with no extra search."""
+        asks = split_asks(question) if self.sub_queries else []
+        if len(asks) < 2:
+            return candidates
+        single = replace(self, sub_queries=False, bridge_depth=0)
+        lists = [candidates] + [
+            single.search(ask, None if self.retrieval == "bm25" else self.embed(ask)) for ask in asks
+        ]
+        merged: list[Candidate] = []
+        seen: set[str] = set()
+        for rank in range(max(len(hits) for hits in lists)):
+            for hits in lists:
+                if rank >= len(hits) or hits[rank].chunk.chunk_id in seen:
+                    continue
+                hit = hits[rank]
+                seen.add(hit.chunk.chunk_id)
+                if self.distinct and any(_inside(hit.chunk, kept.chunk) for kept in merged):
+                    continue
+                merged.append(hit)
+        return [replace(c, fused_rank=rank) for rank, c in enumerate(merged[: self.keep], start=1)]
 
     def bridged(self, question: str, candidates: list[Candidate]) -> list[Candidate]:
         """The candidates with a second-hop chunk right after the hit that named its bridge, when the
@@ -325,6 +363,8 @@ def build_plan(
     bridge_hop: str,
     distinct_passages: str,
     bm25_analyzer: str = "plain",
+    sub_queries: str = "off",
+    passages_per_page: int = 0,
     bm25_feedback_docs: int = 3,
     bm25_feedback_terms: int = 20,
     bm25_feedback_weight: float = 0.2,
@@ -358,6 +398,8 @@ def build_plan(
         bridge_depth=top_k if bridge_hop == "on" and retrieval == "hybrid" else 0,
         bridge_sources=bridge_hop_sources,
         distinct=distinct_passages == "on",
+        sub_queries=sub_queries == "asks",
+        per_page=passages_per_page,
     )
 
 
@@ -427,6 +469,8 @@ SERVED_PROFILE = (
     "bridge_hop",
     "bridge_hop_sources",
     "distinct_passages",
+    "sub_queries",
+    "passages_per_page",
     "language_route",
     "source_language",
     "language_filter",
@@ -483,6 +527,8 @@ class ServedRetrieval:
             bridge_hop=s.bridge_hop,
             distinct_passages=s.distinct_passages,
             bm25_analyzer=self.version.chunk_settings.get("bm25_analyzer", "plain"),
+            sub_queries=s.sub_queries,
+            passages_per_page=s.passages_per_page,
             bm25_feedback_docs=s.bm25_feedback_docs,
             bm25_feedback_terms=s.bm25_feedback_terms,
             bm25_feedback_weight=s.bm25_feedback_weight,

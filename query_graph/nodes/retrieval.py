@@ -41,11 +41,13 @@ def retrieval_plan(
     bm25_feedback: str,  # the variant (graph config): CRAG's second retrieval runs the plan as configured
     bridge_hop: str,  # the variant (graph config), as bm25_feedback
     distinct_passages: str,  # the variant (graph config), as bm25_feedback
+    sub_queries: str,  # the variant (graph config), as bm25_feedback
     bm25_analyzer: str = "plain",
     bm25_feedback_docs: int = 3,
     bm25_feedback_terms: int = 20,
     bm25_feedback_weight: float = 0.2,
     bridge_hop_sources: int = 3,
+    passages_per_page: int = 0,
 ) -> RetrievalPlan:
     """The request's retrieval plan (pipelines/retrieval/retriever.py `build_plan`)."""
     return build_plan(
@@ -68,11 +70,13 @@ def retrieval_plan(
         bm25_feedback=bm25_feedback,
         bridge_hop=bridge_hop,
         distinct_passages=distinct_passages,
+        sub_queries=sub_queries,
         bm25_analyzer=bm25_analyzer,
         bm25_feedback_docs=bm25_feedback_docs,
         bm25_feedback_terms=bm25_feedback_terms,
         bm25_feedback_weight=bm25_feedback_weight,
         bridge_hop_sources=bridge_hop_sources,
+        passages_per_page=passages_per_page,
     )
 
 
@@ -136,15 +140,29 @@ def fused_candidates__bm25(bm25_hits: list[list[Ranked]], retrieval_plan: Retrie
     return retrieval_plan.fused([], bm25_hits)
 
 
+@config.when(sub_queries="asks")
+def asked_candidates__asks(
+    question: str, fused_candidates: list[Candidate], retrieval_plan: RetrievalPlan
+) -> list[Candidate]:
+    """A question that asks two things or more is also searched ask by ask, the lists taking turns
+    (pipelines/retrieval/retriever.py `RetrievalPlan.asked`)."""
+    return retrieval_plan.asked(question, fused_candidates)
+
+
+@config.when(sub_queries="off")
+def asked_candidates__off(fused_candidates: list[Candidate]) -> list[Candidate]:
+    return fused_candidates
+
+
 @config.when(bridge_hop="on")
 def bridged_candidates__on(
-    question: str, fused_candidates: list[Candidate], retrieval_plan: RetrievalPlan
+    question: str, asked_candidates: list[Candidate], retrieval_plan: RetrievalPlan
 ) -> list[Candidate]:
     """A question that asks two things gets a second hop's chunk right after the hit whose section named
     the identifier that found it (pipelines/retrieval/bridge_hop.py)."""
-    return retrieval_plan.bridged(question, fused_candidates)
+    return retrieval_plan.bridged(question, asked_candidates)
 
 
 @config.when(bridge_hop="off")
-def bridged_candidates__off(fused_candidates: list[Candidate]) -> list[Candidate]:
-    return fused_candidates
+def bridged_candidates__off(asked_candidates: list[Candidate]) -> list[Candidate]:
+    return asked_candidates

@@ -160,6 +160,7 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
         modes = _modes(args.modes)
         scorer = rerank_scorer(base) if "hybrid+rerank" in modes else None
         with opened_index(settings) as opened:
+            embedder = load_embedder(settings.embedding_model)
             setup = SearchSetup.from_settings(
                 base,
                 opened.index,
@@ -170,8 +171,8 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
                 bm25_analyzer=opened.version.chunk_settings.get("bm25_analyzer", "plain"),
                 index_languages=tuple(opened.version.languages),
                 language_route=args.language_route or base.language_route,
+                embedder=embedder,
             )
-            embedder = load_embedder(settings.embedding_model)
             run = evaluate_retrieval(questions, modes, embedder, setup, opened.info, args.half, _halves(args.half))
     except (ValueError, OSError, RuntimeError) as exc:  # RuntimeError: a failed build, reranker or judge
         print(f"ragline eval: {exc}", file=sys.stderr)
@@ -186,6 +187,7 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
     report["index"]["bm25_feedback"] = setup.feedback.label()
     report["index"]["bridge_hop"] = f"top {setup.bridge_depth}" if setup.bridge_depth else "off"
     report["index"]["distinct_passages"] = "on" if setup.distinct else "off"
+    report["index"]["sub_queries"] = "asks" if setup.sub_queries else "off"
     _write(args.out, report)
     return 0
 
@@ -193,6 +195,7 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
 def cmd_eval_beir(args: argparse.Namespace) -> int:
     from evals.beir import build_or_reuse, evaluate_beir, load_beir
     from evals.studies.search_modes import SearchSetup
+    from pipelines.adapters.embedders import load_embedder
     from pipelines.adapters.qdrant_edge import EdgeShardIndex, EdgeShardWriter
 
     base = Settings()
@@ -225,6 +228,7 @@ def cmd_eval_beir(args: argparse.Namespace) -> int:
                 rerank=scorer,
                 bm25_analyzer=base.bm25_analyzer,
                 index_languages=("en",),  # evals/beir.py indexes every abstract as English
+                embedder=load_embedder(model) if base.sub_queries == "asks" else None,
             )
             info = {
                 **info,
@@ -462,7 +466,8 @@ def register(commands: Any) -> None:
     _source_args(retrieval)
     retrieval.add_argument("--modes", default="dense,bm25,hybrid,hybrid+rerank")
     retrieval.add_argument(
-        "--fusion", help="fusion of the hybrid modes: rrf, weighted_rrf, dbsf, convex (default: RAGLINE_FUSION)"
+        "--fusion",
+        help="fusion of the hybrid modes: rrf, weighted_rrf, dbsf, convex, convex_heads (default: RAGLINE_FUSION)",
     )
     retrieval.add_argument(
         "--language-route",
@@ -517,7 +522,8 @@ def register(commands: Any) -> None:
     beir.add_argument("--qrels", help="qrels TSV to score (default: DATA/qrels/test.tsv)")
     beir.add_argument("--modes", default="dense,bm25,hybrid,hybrid+rerank")
     beir.add_argument(
-        "--fusion", help="fusion of the hybrid modes: rrf, weighted_rrf, dbsf, convex (default: RAGLINE_FUSION)"
+        "--fusion",
+        help="fusion of the hybrid modes: rrf, weighted_rrf, dbsf, convex, convex_heads (default: RAGLINE_FUSION)",
     )
     beir.add_argument("--embedding-model", help="embedder (default: RAGLINE_EMBEDDING_MODEL)")
     beir.add_argument("--out", required=True)

@@ -67,8 +67,20 @@ def test_convex_keeps_a_lone_clear_winner_that_rrf_buries() -> None:
     assert [i for i, _ in fuse("convex", [dense, sparse])][:2] == ["d1", "lone"]
 
 
+def test_convex_heads_puts_each_lists_first_two_first() -> None:
+    # Dense's second ("lone") is not in BM25's list; "mid" sits in the middle of both, and convex ranks it above.
+    dense = [("d1", 0.90), ("lone", 0.88), ("mid", 0.70), ("x", 0.50)]
+    sparse = [("s1", 30.0), ("s2", 28.0), ("mid", 20.0), ("y", 5.0)]
+    convex = [i for i, _ in fuse("convex", [dense, sparse])]
+    assert convex.index("mid") < convex.index("lone")
+    heads = fuse("convex_heads", [dense, sparse])
+    assert [i for i, _ in heads][:4] == [i for i in convex if i in {"d1", "lone", "s1", "s2"}]
+    assert [i for i, _ in heads][4:] == [i for i in convex if i not in {"d1", "lone", "s1", "s2"}]
+    assert dict(heads) == dict(fuse("convex", [dense, sparse]))  # the scores are convex's; only the order moves
+
+
 def test_fuse_names_the_valid_methods() -> None:
-    with pytest.raises(ValueError, match="valid: rrf, weighted_rrf, dbsf, convex"):
+    with pytest.raises(ValueError, match="valid: rrf, weighted_rrf, dbsf, convex, convex_heads"):
         fuse("borda", [[("a", 1.0)]])
     assert fuse("dbsf", [[("a", 1.0)], []]) == [("a", 0.5)]
 

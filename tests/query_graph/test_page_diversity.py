@@ -1,0 +1,120 @@
+"""Two retrieval mechanisms for questions whose answer spans two pages, on a real index: `sub_queries=asks`
+searches a question of two asks ask by ask and lets the lists take turns; `passages_per_page` keeps at most
+that many hits of one page before other pages' hits. Both are off by default; either way the served path
+and the smoke check rank alike (tests/query_graph/test_served_retrieval.py holds that check)."""
+
+from __future__ import annotations
+
+from collections import Counter
+from collections.abc import Iterator
+
+import pytest
+
+from pipelines.ingestion.build import BuildRequest
+from pipelines.retrieval.smoke_check import served_search
+from pipelines.text.asks import split_asks
+from tests.query_graph.harbor import Harbor, harbor_index
+
+# A corpus where one page says much about one ask and another page says one thing about the other.
+PAGES = {
+    "glaze/recipes.md": """# Glaze recipes
+
+## Celadon glaze
+
+A celadon glaze is feldspar, silica and a little iron oxide; the glaze turns green in reduction.
+
+## Tenmoku glaze
+
+A tenmoku glaze holds more iron oxide than celadon, and in reduction the glaze turns a deep brown.
+
+## Shino glaze
+
+A shino glaze is mostly feldspar with a trace of iron oxide, and reduction turns the glaze orange.
+
+## Iron red glaze
+
+An iron red glaze needs so much iron oxide that reduction turns the glaze red where it is thick.
+""",
+    "kiln/firing.md": """# Firing the kiln
+
+## Cone temperatures
+
+The kiln should climb no faster than 150 °C an hour near the end, and cone 10 is reached at about 1300 °C
+in a large gas kiln after twelve hours of firing, which is hot enough for stoneware.
+""",
+    "studio/rules.md": """# Studio rules
+
+## Cleaning
+
+Wipe the wheel after each session and keep the clay bins closed.
+""",
+}
+QUESTION = (
+    "Which iron oxide glaze turns green in reduction, which turns brown, which turns orange, and how hot is cone 10?"
+)
+
+
+@pytest.fixture(scope="module")
+def pottery(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Harbor]:
+    with harbor_index(tmp_path_factory.mktemp("pottery"), request, PAGES) as index:
+        yield index
+
+
+def documents(reply: dict[str, object]) -> list[str]:
+    retrieved = reply["retrieved"]
+    assert isinstance(retrieved, list)
+    return [r["document_id"] for r in retrieved]
+
+
+def test_a_two_ask_question_searched_per_ask_takes_turns_between_the_lists(pottery: Harbor) -> None:
+    service = pottery.service(crag="off", distinct_passages="off")  # the turns alone, no passage passed over
+
+    def ids(question: str, variant: str) -> list[str]:
+        reply = service.answer(question, top_k=3, variants={"sub_queries": variant})
+        return [r["chunk_id"] for r in reply["retrieved"]]
+
+    asks = split_asks(QUESTION)
+    assert len(asks) == 2
+    lists = [ids(QUESTION, "off")] + [ids(ask, "off") for ask in asks]
+    turns = list(dict.fromkeys(hit for rank in range(3) for hits in lists for hit in hits[rank : rank + 1]))
+    asked = service.answer(QUESTION, top_k=3, variants={"sub_queries": "asks"})
+    assert asked["variants"]["sub_queries"] == "asks" and "asked_candidates" in asked["timings_ms"]
+    assert [r["chunk_id"] for r in asked["retrieved"]] == turns[:3]
+    assert [r["fused_rank"] for r in asked["retrieved"]] == [1, 2, 3]
+    # Each ask's first hit is in: the second ask's page is read whatever the whole question ranks.
+    assert lists[1][0] in turns[:3] and lists[2][0] in turns[:3]
+    assert "kiln/firing.md" in documents(asked)
+    # A question of one ask is searched once, as before.
+    one = "Which iron oxide glaze turns green in reduction?"
+    assert ids(one, "asks") == ids(one, "off")
+
+
+@pytest.mark.parametrize("cap", [1, 2])
+def test_passages_per_page_lets_other_pages_in_and_fills_the_rest_from_the_waiting_hits(
+    pottery: Harbor, cap: int
+) -> None:
+    every = pottery.service(crag="off", distinct_passages="off", top_k=9).answer(QUESTION)["retrieved"]
+    assert len(every) == 9  # the whole corpus, in fused order
+    page = {r["chunk_id"]: r["document_id"] for r in every}
+    first, waiting, seen = [], [], Counter[str]()
+    for r in every:
+        (first if seen[r["document_id"]] < cap else waiting).append(r["chunk_id"])
+        seen[r["document_id"]] += 1
+
+    free = pottery.service(crag="off", distinct_passages="off", top_k=4).answer(QUESTION)["retrieved"]
+    capped = pottery.service(crag="off", distinct_passages="off", top_k=4, passages_per_page=cap).answer(QUESTION)
+    ids = [r["chunk_id"] for r in capped["retrieved"]]
+    assert ids == (first + waiting)[:4]
+    assert max(Counter(page[i] for i in ids[: len(first[:4])]).values()) <= cap
+    # On this corpus one page holds most of the best hits: the limit lets more pages into the first three.
+    assert len({page[i] for i in ids[:3]}) > len({r["document_id"] for r in free[:3]})
+
+
+@pytest.mark.parametrize("updates", [{"sub_queries": "asks"}, {"passages_per_page": 1}], ids=["asks", "per_page"])
+def test_the_smoke_check_ranks_what_the_served_path_ranks(pottery: Harbor, updates: dict[str, object]) -> None:
+    service = pottery.service(crag="off", top_k=3, **updates)
+    version, opened = service.active()
+    settings = service.settings
+    search = served_search(opened, version, settings, BuildRequest.from_settings(settings), settings.chunk_strategy)
+    reply = service.answer(QUESTION)
+    assert [c.chunk_id for c in search(QUESTION)] == [r["chunk_id"] for r in reply["retrieved"]]
