@@ -14,56 +14,56 @@ from tests.query_graph.harbor import Harbor, harbor_index
 PAGES = {
     "config/advanced.md": """# Advanced configuration
 
-The runner reads `config.toml`. Each section below configures one part of it.
+The agent reads `agent.toml`. Each section below configures one part of it.
 
-## The `[session_server]` section
+## The `[metrics_server]` section
 
-To use interactive web terminals for jobs, add the `[session_server]` section to `config.toml` and set
-`listen_address` to the address the terminal server listens on.
+To use live build dashboards for jobs, add the `[metrics_server]` section to `agent.toml` and set
+`bind_address` to the address the dashboard server listens on.
 
-## The `[runners.cache]` section
+## The `[agents.cache]` section
 
 The cache section stores job caches in S3 or on a shared volume between jobs.
 """,
-    "install/docker.md": """# Run the runner in a container
+    "install/docker.md": """# Run the agent in a container
 
 ## Start the container
 
 Mount a volume for the configuration so it survives a restart of the container.
-If you use a [`session_server`](../config/advanced.md), expose port 8093 by adding `-p 8093:8093` to
+If you use a [`metrics_server`](../config/advanced.md), expose port 9464 by adding `-p 9464:9464` to
 your `docker run` commands.
 """,
     "executors/docker.md": """# The Docker executor
 
-The Docker executor runs each job in a Docker container. In `config.toml`, jobs that run in Docker use
-the image you name; the runner starts the job's container with the equivalent of `docker run`.
+The Docker executor runs each job in a Docker container. In `agent.toml`, jobs that run in Docker use
+the image you name; the agent starts the job's container with the equivalent of `docker run`.
 """,
-    "register.md": """# Register a runner
+    "register.md": """# Register an agent
 
-Register the runner in Docker with `docker run --rm -it gitlab/gitlab-runner register`; the command
-writes the runner's section to `config.toml` so jobs can run.
+Register the agent in Docker with `docker run --rm -it example/agent register`; the command
+writes the agent's section to `agent.toml` so jobs can run.
 """,
     "faq.md": """# Frequently asked questions
 
-## Web terminals on Windows
+## Live dashboards on Windows
 
-Interactive web terminals do not work for jobs of the shell executor on Windows.
+Live build dashboards do not work for jobs of the shell executor on Windows.
 """,
 }
 QUESTION = (
-    "I run the runner in Docker and want interactive web terminals for jobs. "
-    "Which config.toml section do I need, and what do I add to docker run?"
+    "I run the agent in Docker and want live build dashboards for jobs. "
+    "Which agent.toml section do I need, and what do I add to docker run?"
 )
 
 
 @pytest.fixture(scope="module")
-def runner_docs(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Harbor]:
-    with harbor_index(tmp_path_factory.mktemp("runner"), request, PAGES) as index:
+def agent_docs(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Harbor]:
+    with harbor_index(tmp_path_factory.mktemp("agent"), request, PAGES) as index:
         yield index
 
 
-def test_a_two_ask_question_gets_the_page_that_names_the_first_answer(runner_docs: Harbor) -> None:
-    service = runner_docs.service(crag="off")
+def test_a_two_ask_question_gets_the_page_that_names_the_first_answer(agent_docs: Harbor) -> None:
+    service = agent_docs.service(crag="off")
     off = service.answer(QUESTION, top_k=3, variants={"bridge_hop": "off"})
     assert "install/docker.md" not in [r["document_id"] for r in off["retrieved"]]  # one hop misses it
     assert not any("bridge" in r for r in off["retrieved"])
@@ -74,10 +74,10 @@ def test_a_two_ask_question_gets_the_page_that_names_the_first_answer(runner_doc
     assert len(retrieved) == 3 and [r["fused_rank"] for r in retrieved] == [1, 2, 3]
     hop = next(i for i, r in enumerate(retrieved) if "bridge" in r)
     assert retrieved[hop]["document_id"] == "install/docker.md"
-    assert retrieved[hop]["bridge"] == "session_server"
+    assert retrieved[hop]["bridge"] == "metrics_server"
     source = retrieved[hop - 1]  # the hop follows the hit whose section named the bridge
     assert source["chunk_id"] == retrieved[hop]["bridge_of"]
-    assert source["document_id"] == "config/advanced.md" and "session_server" in source["heading_path"][-1]
+    assert source["document_id"] == "config/advanced.md" and "metrics_server" in source["heading_path"][-1]
     # The hits before the hop keep their places; the one after moves down.
     first = [r["chunk_id"] for r in off["retrieved"]]
     assert [r["chunk_id"] for r in retrieved[:hop]] == first[:hop]
@@ -88,12 +88,12 @@ def test_a_two_ask_question_gets_the_page_that_names_the_first_answer(runner_doc
     assert not any("bridge" in r for r in short["retrieved"])
     # The HTTP reply's model keeps the hop's fields (the server answers with it).
     sent = QueryReply.model_validate(on).model_dump()["retrieved"][hop]
-    assert (sent["bridge"], sent["bridge_of"]) == ("session_server", source["chunk_id"])
+    assert (sent["bridge"], sent["bridge_of"]) == ("metrics_server", source["chunk_id"])
 
 
-def test_a_question_of_one_ask_has_no_second_hop(runner_docs: Harbor) -> None:
-    service = runner_docs.service(crag="off")
-    question = "I run the runner in Docker. Which config.toml section do I need for interactive web terminals?"
+def test_a_question_of_one_ask_has_no_second_hop(agent_docs: Harbor) -> None:
+    service = agent_docs.service(crag="off")
+    question = "I run the agent in Docker. Which agent.toml section do I need for live build dashboards?"
     on = service.answer(question, top_k=3, variants={"bridge_hop": "on"})
     off = service.answer(question, top_k=3, variants={"bridge_hop": "off"})
     assert [r["chunk_id"] for r in on["retrieved"]] == [r["chunk_id"] for r in off["retrieved"]]

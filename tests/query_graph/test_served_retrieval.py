@@ -34,8 +34,8 @@ def harbor(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequ
 
 
 @pytest.fixture(scope="module")
-def runner_docs(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Harbor]:
-    with harbor_index(tmp_path_factory.mktemp("runner"), request, PAGES) as index:
+def agent_docs(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Harbor]:
+    with harbor_index(tmp_path_factory.mktemp("agent"), request, PAGES) as index:
         yield index
 
 
@@ -63,6 +63,6 @@ def test_smoke_check_ranks_what_the_served_path_ranks(harbor: Harbor, updates: d
     assert all(0 < len(rows) <= updates.get("top_k", 8) for rows in served), served
 
 
-def test_smoke_check_takes_the_served_second_hop(runner_docs: Harbor) -> None:
-    (rows,) = ranked_alike(runner_docs, (QUESTION,), top_k=3, bridge_hop="on")
+def test_smoke_check_takes_the_served_second_hop(agent_docs: Harbor) -> None:
+    (rows,) = ranked_alike(agent_docs, (QUESTION,), top_k=3, bridge_hop="on")
     assert any(r.get("bridge") and r["document_id"] == "install/docker.md" for r in rows), rows
