@@ -188,8 +188,8 @@ def score_sentences(
 
 
 def once(scored: list[ScoredSentence]) -> list[ScoredSentence]:
-    """Each sentence text once, at its best score: with context, a page's sentence can be one hit's own
-    and another hit's neighbour."""
+    """Each sentence text once, at its best score: a page can write a sentence twice, two hits can hold the same
+    sentence, and with context a page's sentence can be one hit's own and another hit's neighbour."""
     best: dict[str, ScoredSentence] = {}
     for s in scored:
         if s.text not in best or s.score > best[s.text].score:
@@ -239,7 +239,7 @@ def extract_answer(
         found = score_sentences(text, chunks, own_only=own, words=words, language=language)
         return [s for s in found if s.score >= min_score]
 
-    scored = score(question, True)
+    scored = once(score(question, True))  # a sentence a page writes twice is said once
     if not scored and any(c.context_text is not None for c in chunks):
         own_only = False
         scored = once(score(question, False))

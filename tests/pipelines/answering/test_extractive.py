@@ -125,6 +125,20 @@ def test_a_sentence_that_is_one_hits_own_and_anothers_neighbour_is_said_once() -
     assert len(used) == len({s.text for s in used}) and all(s.chunk_id == timeouts.chunk_id for s in used)
 
 
+def test_a_sentence_written_twice_is_said_once_and_its_place_goes_to_the_next() -> None:
+    # A page that repeats a sentence (a caption under two screenshots, a note under two tables): quoted once, and the
+    # place a second copy would take goes to the next best sentence.
+    text = PAGE.replace(
+        "The RAGLINE_WORKERS variable sets the number of processes that serve requests.",
+        "The RAGLINE_WORKERS variable sets the number of processes that serve requests. Each worker serves requests "
+        "on its own. The RAGLINE_WORKERS variable sets the number of processes that serve requests.",
+    )
+    hit = workers_chunk(context=0, text=text)
+    answer, used = extract_answer(QUESTION, [hit], max_sentences=2)
+    assert answer.count(OWN[:-1]) == 1
+    assert [s.text for s in used] == [OWN, "Each worker serves requests on its own."]
+
+
 def test_crag_strips_of_a_chunk_without_neighbours_are_all_its_own() -> None:
     alone = workers_chunk(context=0)
     stripped = replace(alone, context_text=knowledge_strips(QUESTION, alone.generation_text))
