@@ -175,7 +175,9 @@ class RetrievalPlan:
         generator reads) lies inside the passage of a better hit of the same page is passed over, and the
         next hit takes its place: neighbouring chunks of a page often share one window ("small to big",
         `RAGLINE_CHUNK_CONTEXT_TOKENS`), and a second copy of a passage would take one of the few places
-        the generator reads. Payloads are read in batches until `keep` distinct hits are found."""
+        the generator reads. With `per_page`, a page's hits past that many wait while other pages' hits are
+        kept, and fill whatever places are left, in fused order. Payloads are read in batches until `keep`
+        hits are found."""
         if not self.distinct and not self.per_page:
             head = fused[: self.keep]
             return head, self._payloads([key for key, _ in head])
