@@ -16,6 +16,7 @@ does for a question it answers: the smoke check before activation retrieves thro
 
 from __future__ import annotations
 
+from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field, replace
 
@@ -183,7 +184,7 @@ class RetrievalPlan:
             return head, self._payloads([key for key, _ in head])
         kept: list[tuple[str, float]] = []
         deferred: list[tuple[str, float]] = []  # over `per_page`: they wait for places no other page takes
-        pages: dict[str, int] = {}
+        pages: Counter[str] = Counter()
         chunks: dict[str, Chunk] = {}
         start = 0
         while len(kept) < self.keep and start < len(fused):
@@ -194,11 +195,11 @@ class RetrievalPlan:
                 chunk = chunks.get(key)  # a missing payload stays in: `_candidates` reports the damaged shard
                 if chunk is not None and self.distinct and any(_inside(chunk, chunks.get(b)) for b, _ in kept):
                     continue
-                if chunk is not None and self.per_page:
-                    if pages.get(chunk.document_id, 0) >= self.per_page:
-                        deferred.append((key, score))
-                        continue
-                    pages[chunk.document_id] = pages.get(chunk.document_id, 0) + 1
+                if chunk is not None and self.per_page and pages[chunk.document_id] >= self.per_page:
+                    deferred.append((key, score))
+                    continue
+                if chunk is not None:
+                    pages[chunk.document_id] += 1
                 kept.append((key, score))
         return kept + deferred[: self.keep - len(kept)], chunks
 

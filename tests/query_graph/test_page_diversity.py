@@ -10,10 +10,9 @@ from collections.abc import Iterator
 
 import pytest
 
-from pipelines.ingestion.build import BuildRequest
-from pipelines.retrieval.smoke_check import served_search
 from pipelines.text.asks import split_asks
 from tests.query_graph.harbor import Harbor, harbor_index
+from tests.query_graph.test_served_retrieval import ranked_alike
 
 # A corpus where one page says much about one ask and another page says one thing about the other.
 PAGES = {
@@ -112,9 +111,4 @@ def test_passages_per_page_lets_other_pages_in_and_fills_the_rest_from_the_waiti
 
 @pytest.mark.parametrize("updates", [{"sub_queries": "asks"}, {"passages_per_page": 1}], ids=["asks", "per_page"])
 def test_the_smoke_check_ranks_what_the_served_path_ranks(pottery: Harbor, updates: dict[str, object]) -> None:
-    service = pottery.service(crag="off", top_k=3, **updates)
-    version, opened = service.active()
-    settings = service.settings
-    search = served_search(opened, version, settings, BuildRequest.from_settings(settings), settings.chunk_strategy)
-    reply = service.answer(QUESTION)
-    assert [c.chunk_id for c in search(QUESTION)] == [r["chunk_id"] for r in reply["retrieved"]]
+    ranked_alike(pottery, (QUESTION,), top_k=3, **updates)
