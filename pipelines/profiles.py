@@ -110,6 +110,7 @@ class Stores:
             self.registry.forget_superseded(location)
 
     def close(self) -> None:
+        self.registry.close()
         if self.services is not None:
             self.services.stop()
 
@@ -124,4 +125,11 @@ def open_stores(settings: Settings) -> Stores:
         redis_url = redis_url or services.redis_url()
     if dsn is None or redis_url is None:
         raise StoreUnavailable("the services profile needs RAGLINE_POSTGRES_DSN and RAGLINE_REDIS_URL")
-    return Stores(settings, Registry(dsn, settings.postgres_schema), RedisCache(redis_url), services)
+    registry = Registry(
+        dsn,
+        settings.postgres_schema,
+        pool_min=settings.postgres_pool_min,
+        pool_max=settings.postgres_pool_max,
+        pool_timeout=settings.postgres_pool_timeout_seconds,
+    )
+    return Stores(settings, registry, RedisCache(redis_url), services)

@@ -55,6 +55,11 @@ class Settings(BaseSettings):
 
     postgres_dsn: str | None = Field(None, description="PostgreSQL DSN (services profile; embedded starts its own).")
     postgres_schema: str = Field("ragline", description="Schema that holds the index registry tables.")
+    postgres_pool_min: int = Field(1, ge=0, description="Registry connections the pool keeps open (psycopg_pool).")
+    postgres_pool_max: int = Field(8, ge=1, description="Most registry connections the pool opens at once.")
+    postgres_pool_timeout_seconds: float = Field(
+        5.0, gt=0, description="Longest a request waits for a registry connection before a 503 (store unavailable)."
+    )
     redis_url: str | None = Field(None, description="Redis URL (services profile; embedded starts its own).")
     qdrant_url: str | None = Field(None, description="Qdrant server URL (services profile).")
 
@@ -361,6 +366,24 @@ class Settings(BaseSettings):
         120.0,
         description="Longest a build's Dagster run may stay QUEUED or NOT_STARTED before the build fails.",
     )
+    request_timeout_seconds: float = Field(
+        150.0,
+        ge=0,
+        description="Longest a question's work may run (0: no limit); past it the graph runs no further node, the "
+        "model call stops and the reply is a 504 `request_timeout`. Keep it above llm_deadline_seconds.",
+    )
+    max_streams: int = Field(
+        32, ge=1, description="Streams (/v1/query/stream, streamed chat completions) open at once, in all."
+    )
+    max_streams_per_token: int = Field(
+        4, ge=1, description="Streams one access token may hold open at once (429 beyond)."
+    )
+    rate_limit_per_address_per_second: float = Field(
+        50.0,
+        description="Sustained requests per second allowed per client address, counted before the token is checked "
+        "(0 disables). Behind a proxy, run uvicorn with --proxy-headers so the address is the client's.",
+    )
+    rate_limit_address_burst: int = Field(100, description="Requests one client address may make at once.")
     max_audio_bytes: int = Field(10_000_000, description="Largest audio upload accepted by the voice routes, in bytes.")
     max_body_bytes: int = Field(
         1_000_000, ge=1024, description="Largest request body of every route but the voice ones, in bytes (413)."

@@ -17,6 +17,7 @@ from hamilton import driver
 from pipelines.adapters.llm_harness import GenerationUnavailable, LLMHarness
 from pipelines.answering.citations import CitationError
 from pipelines.answering.litellm_generator import PROMPT_VERSION
+from pipelines.deadline import DeadlinePassed
 from pipelines.ports import StoreUnavailable
 from pipelines.retrieval.bm25 import MemoryBM25Cache
 from pipelines.retrieval.rerank import CrossEncoderReranker, RerankUnavailable
@@ -178,6 +179,8 @@ def failure(exc: BaseException) -> tuple[int, str] | None:
     """(HTTP status, code) of a back-half failure; None for an error that is not one of ours."""
     if isinstance(exc, UnknownVariant):
         return 400, "unknown_variant"
+    if isinstance(exc, DeadlinePassed):
+        return 504, "request_timeout"
     if isinstance(exc, StoreUnavailable):
         return 503, "retrieval_unavailable"
     if isinstance(exc, RerankUnavailable):

@@ -20,6 +20,7 @@ import structlog
 from pipelines.adapters.embedders import load_embedder
 from pipelines.adapters.redis_cache import CacheUnavailable
 from pipelines.adapters.registry import IndexVersion
+from pipelines.deadline import deadline_in
 from pipelines.ports import StoreUnavailable, VectorIndex
 from pipelines.profiles import Stores
 from pipelines.retrieval.language_lanes import lexical_languages
@@ -122,7 +123,7 @@ class QueryService:
         `language_probability`: the language gate judges it instead of the words when it is sure enough
         (pipelines/guardrails/screen.py `question_language`)."""
         started = time.perf_counter()
-        with _request_timings(started) as timings:
+        with _request_timings(started) as timings, deadline_in(self.settings.request_timeout_seconds):
             chosen, graph = self._graph_for(variants)
             version, index = self.active()
             spoken = SpokenLanguage(language, language_probability) if language else None
@@ -170,7 +171,7 @@ class QueryService:
         request's variants: fusion, feedback, bridge hop, rerank) up to its top_k, and nothing after it:
         no cache, topic gate, CRAG, generation or verification. A refused query gets no passages."""
         started = time.perf_counter()
-        with _request_timings(started) as timings:
+        with _request_timings(started) as timings, deadline_in(self.settings.request_timeout_seconds):
             chosen, graph = self._graph_for(variants)
             version, index = self.active()
             spoken = SpokenLanguage(language, None) if language else None

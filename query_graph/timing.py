@@ -1,5 +1,6 @@
 """Per-node timings of every request: a Hamilton lifecycle adapter for the nodes the driver runs, and
 `timed` for those the front of the graph calls itself (query_graph/front.py); both write the same keys.
+Both check the request's deadline (pipelines/deadline.py) before a node runs.
 
 The driver is built once and shared by concurrent requests, so timings go into a per-request dict
 held in a context variable that the caller sets before executing.
@@ -14,6 +15,8 @@ from typing import Any, TypeVar
 
 from hamilton.lifecycle import NodeExecutionHook
 
+from pipelines.deadline import check_deadline
+
 current_timings: contextvars.ContextVar[dict[str, float] | None] = contextvars.ContextVar(
     "ragline_node_timings", default=None
 )
@@ -24,6 +27,7 @@ _starts: contextvars.ContextVar[dict[str, float] | None] = contextvars.ContextVa
 
 class NodeTimer(NodeExecutionHook):
     def run_before_node_execution(self, *, node_name: str, **future_kwargs: Any) -> None:
+        check_deadline(node_name)  # a request past its deadline runs no further node
         starts = _starts.get()
         if starts is None:
             starts = {}
@@ -39,6 +43,7 @@ class NodeTimer(NodeExecutionHook):
 
 def timed(node_name: str, fn: Callable[..., T], kwargs: dict[str, Any]) -> T:
     """`fn(**kwargs)`, its time in milliseconds recorded under `node_name` as `NodeTimer` records it."""
+    check_deadline(node_name)
     started = time.perf_counter()
     value = fn(**kwargs)
     timings = current_timings.get()

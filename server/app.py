@@ -19,7 +19,7 @@ from server.errors import install_error_handlers
 from server.limits import MULTIPART_SLACK, BodyLimitMiddleware
 from server.metrics import Metrics, MetricsMiddleware
 from server.routes import admin, health, pages, passages, query, search, stream, voice
-from server.tokens import RateLimiter, TokenStore
+from server.tokens import RateLimiter, StreamSlots, TokenStore
 
 
 def create_app(
@@ -67,6 +67,10 @@ def create_app(
     app.state.settings = settings
     app.state.tokens = TokenStore.for_settings(settings)
     app.state.rate_limiter = RateLimiter(settings.rate_limit_per_second, settings.rate_limit_burst)
+    app.state.address_limiter = RateLimiter(
+        settings.rate_limit_per_address_per_second, settings.rate_limit_address_burst
+    )
+    app.state.stream_slots = StreamSlots(settings.max_streams, settings.max_streams_per_token)
     app.state.metrics = Metrics()
     app.state.transcriber = Transcriber(settings.whisper_model, settings.data_dir)
     app.state.tracer = RequestTracer.from_settings(settings)

@@ -37,6 +37,19 @@ async def get_settings(request: Request) -> Settings:
 
 
 def authenticate(request: Request, credentials: HTTPAuthorizationCredentials | None) -> Principal:
+    # Per client address first, before the token is even looked at: guessing tokens, or flooding with bad
+    # ones, is limited as much as using a good one.
+    address = request.client.host if request.client is not None else "unknown"
+    by_address: RateLimiter = request.app.state.address_limiter
+    wait = by_address.take(address, time.monotonic())
+    if wait > 0:
+        raise ApiError(
+            429,
+            "rate_limited",
+            f"too many requests from this address (limit {by_address.rate:g}/s, burst {by_address.burst}); "
+            f"retry in {wait:.2f} s",
+            {"Retry-After": str(max(1, math.ceil(wait)))},
+        )
     if credentials is None:
         raise ApiError(401, "unauthorized", "missing bearer token: send 'Authorization: Bearer <token>'", _CHALLENGE)
     tokens: TokenStore = request.app.state.tokens

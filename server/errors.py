@@ -79,7 +79,8 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
-        return error_response(request, exc.status_code, code, str(exc.detail))
+        # Starlette's own headers go out too: a 405 names the methods the path allows (`Allow`, RFC 9110).
+        return error_response(request, exc.status_code, code, str(exc.detail), dict(exc.headers or {}) or None)
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:

@@ -33,7 +33,7 @@ from server.errors import ApiError, add_error_shape
 from server.observe import observe_reply
 from server.responses import FastJSONResponse
 from server.routes.query import check_question
-from server.streaming import Event, event_stream, first_event
+from server.streaming import Event, HeldStream, event_stream, first_event, open_stream
 
 MODEL_ID = "ragline"
 PATHS = ("/v1/chat/", "/v1/models")
@@ -147,7 +147,32 @@ class ChunkStream:
         return b"data: " + orjson.dumps(body) + b"\n\n"
 
 
-router = APIRouter(prefix="/v1", tags=["openai"], dependencies=[QueryScope])
+class OpenAIErrorBody(BaseModel):
+    message: str
+    type: str
+    code: str
+    param: str | None = None
+
+
+class OpenAIError(BaseModel):
+    error: OpenAIErrorBody
+
+
+OPENAI_ERRORS: dict[int | str, dict[str, Any]] = {
+    status: {"model": OpenAIError, "description": description}
+    for status, description in {
+        400: "Malformed or too long request, in OpenAI's error shape (a 413 or 422 elsewhere in the API).",
+        401: "Missing or invalid bearer token.",
+        403: "The token lacks the `query` scope.",
+        404: "No such model (`model_not_found`).",
+        429: "Rate limit exceeded or too many streams open; see `Retry-After`.",
+        502: "The generator cited a chunk it was not given.",
+        503: "A store is unavailable or no index is active.",
+        504: "The work ran past RAGLINE_REQUEST_TIMEOUT_SECONDS.",
+    }.items()
+}
+
+router = APIRouter(prefix="/v1", tags=["openai"], dependencies=[QueryScope], responses=OPENAI_ERRORS)
 
 
 @router.get("/models")
@@ -178,8 +203,13 @@ async def chat_completions(
     completion_id, created = f"chatcmpl-{uuid.uuid4().hex}", int(time.time())
     route = "/v1/chat/completions"
     if body.stream:
-        events = stream_answer(service, question)
-        first = await first_event(events)
+        release = open_stream(request)  # 429 past the stream caps
+        try:
+            events = stream_answer(service, question)
+            first = await first_event(events)
+        except BaseException:
+            release()
+            raise
         metrics = request.app.state.metrics
 
         def on_final(final: dict[str, object]) -> None:
@@ -188,7 +218,7 @@ async def chat_completions(
         chunks = ChunkStream(completion_id, created)
         stream = event_stream(request, events, first, started, metrics.first_sentence.observe, on_final, chunks)
         headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
-        return StreamingResponse(stream, media_type="text/event-stream", headers=headers)
+        return HeldStream(stream, release, media_type="text/event-stream", headers=headers)
     answer = functools.partial(service.answer, question)
     loop = asyncio.get_running_loop()
     reply = await loop.run_in_executor(request.app.state.query_threads, contextvars.copy_context().run, answer)

@@ -28,7 +28,9 @@ class QueryRequest(BaseModel):
         examples=["de"],
     )
 
+    # Strict: a JSON 19.0 is not the integer 19, nor 0 a boolean; what the schema forbids is refused (422).
     model_config = {
+        "strict": True,
         "json_schema_extra": {
             "examples": [
                 {"question": "Which port does the server listen on?", "top_k": 8},
@@ -118,13 +120,24 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     403: {"model": ErrorReply, "description": "The token lacks the scope this route needs."},
     413: {"model": ErrorReply, "description": "Question longer than the limit."},
     422: {"model": ErrorReply, "description": "Malformed request."},
-    429: {"model": ErrorReply, "description": "Rate limit of the token exceeded; see `Retry-After`."},
+    429: {
+        "model": ErrorReply,
+        "description": "Rate limit of the token or of the client address exceeded, or too many streams open "
+        "(`too_many_streams`); see `Retry-After`.",
+    },
     502: {"model": ErrorReply, "description": "The generator cited a chunk it was not given (`invalid_citation`)."},
     503: {"model": ErrorReply, "description": "A store is unavailable or no index is active."},
+    504: {"model": ErrorReply, "description": "The work ran past RAGLINE_REQUEST_TIMEOUT_SECONDS (`request_timeout`)."},
+}
+# Routes that name a thing in their path (a chunk, a build, a version, a model) answer 404 when it does not exist.
+NOT_FOUND: dict[int | str, dict[str, Any]] = {
+    404: {"model": ErrorReply, "description": "No such thing (`not_found`) under the name in the path."},
 }
 
 
 class SearchRequest(BaseModel):
+    model_config = ConfigDict(strict=True)  # as QueryRequest
+
     query: str = Field(min_length=1, description="What to search for.", examples=["dashboard port"])
     top_k: int | None = Field(None, ge=1, le=50, description="Passages returned (default from settings).")
     variants: dict[str, str] | None = Field(

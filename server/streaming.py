@@ -16,8 +16,12 @@ from typing import Any, Protocol
 
 from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
+from starlette.responses import StreamingResponse
+from starlette.types import Receive, Scope, Send
 
 from query_graph.service import QueryFailed
+from server.errors import ApiError
+from server.tokens import StreamSlots
 
 Event = dict[str, Any]
 _END = object()
@@ -128,3 +132,37 @@ async def event_stream(
             close = getattr(events, "close", None)
             if close is not None:
                 close()
+
+
+def open_stream(request: Request) -> Callable[[], None]:
+    """Take one of the stream slots (`max_streams` in all, `max_streams_per_token` per token) for this request's
+    token, or refuse with 429 `too_many_streams`. Returns the slot's release, which `HeldStream` calls when the
+    stream ends; a caller that fails before building the response calls it itself."""
+    slots: StreamSlots = request.app.state.stream_slots
+    key = request.state.principal.digest
+    refusal = slots.open(key)
+    if refusal is not None:
+        raise ApiError(429, "too_many_streams", f"{refusal}; retry when one ends", {"Retry-After": "1"})
+    released = threading.Event()
+
+    def release() -> None:
+        if not released.is_set():
+            released.set()
+            slots.close(key)
+
+    return release
+
+
+class HeldStream(StreamingResponse):
+    """A streaming response that holds a stream slot until it ends, however it ends (finished, failed, the
+    client gone before or during the body)."""
+
+    def __init__(self, content: AsyncIterator[bytes], release: Callable[[], None], **kwargs: Any) -> None:
+        super().__init__(content, **kwargs)
+        self.release = release
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        try:
+            await super().__call__(scope, receive, send)
+        finally:
+            self.release()

@@ -17,6 +17,7 @@ import json
 import os
 import secrets
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -176,11 +177,13 @@ class TokenStore:
 
 
 class RateLimiter:
-    """A token bucket per access token: `burst` requests at once, refilled at `rate` per second."""
+    """A token bucket per key (an access token's digest, a client address): `burst` requests at once, refilled
+    at `rate` per second. At most `max_keys` buckets are kept, least recently used out: a flood of addresses
+    costs bounded memory, and a key whose bucket was dropped starts again with a full one."""
 
-    def __init__(self, rate: float, burst: int) -> None:
-        self.rate, self.burst = rate, max(1, burst)
-        self._buckets: dict[str, tuple[float, float]] = {}
+    def __init__(self, rate: float, burst: int, max_keys: int = 100_000) -> None:
+        self.rate, self.burst, self.max_keys = rate, max(1, burst), max(1, max_keys)
+        self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
         self._lock = threading.Lock()
 
     def take(self, key: str, now: float) -> float:
@@ -188,10 +191,45 @@ class RateLimiter:
         if self.rate <= 0:
             return 0.0
         with self._lock:
-            level, last = self._buckets.get(key, (float(self.burst), now))
+            level, last = self._buckets.pop(key, (float(self.burst), now))
             level = min(float(self.burst), level + (now - last) * self.rate)
-            if level >= 1.0:
-                self._buckets[key] = (level - 1.0, now)
-                return 0.0
-            self._buckets[key] = (level, now)
-            return (1.0 - level) / self.rate
+            allowed = level >= 1.0
+            self._buckets[key] = (level - 1.0 if allowed else level, now)  # re-inserted: most recent last
+            if len(self._buckets) > self.max_keys:
+                self._buckets.popitem(last=False)
+            return 0.0 if allowed else (1.0 - level) / self.rate
+
+    def __len__(self) -> int:
+        return len(self._buckets)
+
+
+class StreamSlots:
+    """How many streams are open, in all and per access token; `open` refuses one past either cap."""
+
+    def __init__(self, total: int, per_token: int) -> None:
+        self.total, self.per_token = total, per_token
+        self._open: dict[str, int] = {}
+        self._lock = threading.Lock()
+
+    def open(self, key: str) -> str | None:
+        """Take a slot for `key`; None when taken, else why not (release a taken slot with `close`)."""
+        with self._lock:
+            if sum(self._open.values()) >= self.total:
+                return f"the server has {self.total} streams open, its limit (max_streams)"
+            held = self._open.get(key, 0)
+            if held >= self.per_token:
+                return f"this token has {held} streams open, its limit (max_streams_per_token)"
+            self._open[key] = held + 1
+            return None
+
+    def close(self, key: str) -> None:
+        with self._lock:
+            held = self._open.get(key, 0) - 1
+            if held > 0:
+                self._open[key] = held
+            else:
+                self._open.pop(key, None)
+
+    def held(self, key: str | None = None) -> int:
+        with self._lock:
+            return sum(self._open.values()) if key is None else self._open.get(key, 0)

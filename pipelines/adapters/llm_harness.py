@@ -18,6 +18,8 @@ from typing import TYPE_CHECKING, Any
 
 import structlog
 
+from pipelines.deadline import DeadlinePassed, check_deadline, remaining_seconds
+
 if TYPE_CHECKING:
     from pipelines.settings import Settings
 
@@ -176,7 +178,13 @@ class LLMHarness:
     ) -> Iterator[str]:
         litellm = _litellm()
         extra = {"response_format": response_format} if response_format is not None else {}
-        deadline = time.monotonic() + self.deadline_seconds
+        # The harness's own deadline, cut to what is left of the request's (pipelines/deadline.py): a request
+        # that times out stops its model call too.
+        budget = self.deadline_seconds
+        request_left = remaining_seconds()
+        if request_left is not None and request_left < budget:
+            budget = request_left
+        deadline = time.monotonic() + budget
         errors: list[str] = []
         for provider in self.providers:
             breaker = self.breakers[provider.name]
@@ -187,6 +195,7 @@ class LLMHarness:
                     break
                 remaining = deadline - time.monotonic()
                 if remaining <= 0:
+                    check_deadline("the language model's answer")
                     raise GenerationUnavailable(f"deadline of {self.deadline_seconds}s passed; " + "; ".join(errors))
                 started = False
                 response = None
@@ -205,6 +214,7 @@ class LLMHarness:
                     )
                     for chunk in response:
                         if time.monotonic() > deadline:
+                            check_deadline("the rest of the language model's answer")
                             raise TimeoutError(f"deadline of {self.deadline_seconds}s passed mid-stream")
                         delta = chunk.choices[0].delta.content if chunk.choices else None
                         if delta:
@@ -216,8 +226,8 @@ class LLMHarness:
                         raise RuntimeError("the provider returned no text")
                     breaker.success()
                     return
-                except GeneratorExit:  # the caller closed the stream: stop the provider's response too
-                    _close(response)
+                except (GeneratorExit, DeadlinePassed):  # the caller closed the stream, or the request's time is
+                    _close(response)  # up: stop the provider's response too, and retry nothing
                     raise
                 except Exception as exc:
                     _close(response)

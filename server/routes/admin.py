@@ -7,7 +7,7 @@ from pathlib import Path
 from typing import Any
 
 from fastapi import APIRouter, Request
-from pydantic import BaseModel, Field
+from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
 from pipelines.adapters.redis_cache import CacheUnavailable
@@ -17,12 +17,14 @@ from pipelines.settings import Settings
 from server.builds import BuildRequestBody, BuildTracker, NoLauncher
 from server.deps import AdminScope, ServiceDep, SettingsDep
 from server.errors import ApiError
-from server.schemas import ERROR_RESPONSES
+from server.schemas import ERROR_RESPONSES, NOT_FOUND
 
 router = APIRouter(tags=["admin"], dependencies=[AdminScope], responses=ERROR_RESPONSES)
 
 
 class BuildBody(BaseModel):
+    model_config = ConfigDict(strict=True)  # `"force": 0` is not a boolean: 422
+
     source: str | None = Field(None, description="Directory to index (default: the server's source).")
     strategy: str | None = Field(None, description="Chunking strategy (default: the server's).")
     force: bool = Field(False, description="Rebuild even when the content is unchanged.")
@@ -69,7 +71,7 @@ async def start_build(body: BuildBody, request: Request, settings: SettingsDep) 
     return {**build.as_dict(), "started": started}
 
 
-@router.get("/v1/admin/index/builds/{build_id}")
+@router.get("/v1/admin/index/builds/{build_id}", responses=NOT_FOUND)
 async def get_build(build_id: str, request: Request) -> dict[str, Any]:
     """State of a build started over this API: queued, running, succeeded or failed (with the error)."""
     build = request.app.state.builds.get(build_id)
@@ -78,7 +80,7 @@ async def get_build(build_id: str, request: Request) -> dict[str, Any]:
     return build.as_dict()
 
 
-@router.post("/v1/admin/index/{version}/activate")
+@router.post("/v1/admin/index/{version}/activate", responses=NOT_FOUND)
 async def activate(version: str, service: ServiceDep) -> dict[str, Any]:
     """Make a checked or retired version active (rollback); the previous one stays for the next rollback."""
     registry = service.stores.registry

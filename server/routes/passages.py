@@ -9,12 +9,12 @@ from starlette.concurrency import run_in_threadpool
 
 from server.deps import QueryScope, ServiceDep
 from server.errors import ApiError
-from server.schemas import ERROR_RESPONSES
+from server.schemas import ERROR_RESPONSES, NOT_FOUND
 
 router = APIRouter(prefix="/v1", tags=["query"], dependencies=[QueryScope], responses=ERROR_RESPONSES)
 
 
-@router.get("/passages/{chunk_id}")
+@router.get("/passages/{chunk_id}", responses=NOT_FOUND)
 async def passage(chunk_id: str, service: ServiceDep) -> dict[str, Any]:
     """The cited chunk: title, heading path, anchor, source and text (what a citation opens)."""
     version, index = await run_in_threadpool(service.active)

@@ -12,7 +12,7 @@ from server.deps import QueryScope, ServiceDep, SettingsDep
 from server.observe import observe_reply
 from server.routes.query import check_question
 from server.schemas import ERROR_RESPONSES, QueryRequest
-from server.streaming import event_stream, first_event
+from server.streaming import HeldStream, event_stream, first_event, open_stream
 from server.variants import answer_kwargs
 
 router = APIRouter(prefix="/v1", tags=["query"], dependencies=[QueryScope])
@@ -41,14 +41,22 @@ async def query_stream(
     started = time.perf_counter()
     check_question(body.question, settings)
     kwargs = answer_kwargs(service, body.variants)
-    events = stream_answer(service, body.question, kwargs.get("variants"), top_k=body.top_k, language=body.language)
-    first = await first_event(events)
+    release = open_stream(request)  # 429 past the stream caps
+    try:
+        events = stream_answer(service, body.question, kwargs.get("variants"), top_k=body.top_k, language=body.language)
+        first = await first_event(events)
+    except BaseException:
+        release()
+        raise
     metrics = request.app.state.metrics
 
     def on_final(final: dict[str, object]) -> None:
         observe_reply(request, dict(final), body.question, "/v1/query/stream")
 
     stream = event_stream(request, events, first, started, metrics.first_sentence.observe, on_final)
-    return StreamingResponse(
-        stream, media_type="text/event-stream", headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
+    return HeldStream(
+        stream,
+        release,
+        media_type="text/event-stream",
+        headers={"Cache-Control": "no-cache", "X-Accel-Buffering": "no"},
     )

@@ -46,3 +46,38 @@ def tone_wav(seconds: float, rate: int = 16000) -> bytes:
         for packet in stream.encode(None):
             out.mux(packet)
     return buffer.getvalue()
+
+
+class _Unseekable(io.RawIOBase):
+    """A write-only sink a muxer cannot seek back into: as a live recording (a browser's MediaRecorder) is
+    written, so the container's header never learns the clip's length."""
+
+    def __init__(self) -> None:
+        self.data = bytearray()
+
+    def writable(self) -> bool:
+        return True
+
+    def write(self, chunk) -> int:  # type: ignore[no-untyped-def,override]
+        self.data += chunk
+        return len(chunk)
+
+
+def low_bitrate_tone(seconds: float, container: str, codec: str, rate: int = 8000, live: bool = False) -> bytes:
+    """A quiet tone at 8 kbit/s: a few kilobytes a minute that decode to 64 KB of samples a second.
+    `live`: written without seeking, so the header states no duration (WebM, as browsers record it)."""
+    sink: io.BytesIO | _Unseekable = _Unseekable() if live else io.BytesIO()
+    with av.open(sink, mode="w", format=container) as out:
+        stream = out.add_stream(codec, rate=rate, layout="mono")
+        stream.bit_rate = 8000
+        step, done = 1024, 0
+        while done < seconds * rate:
+            wave = (np.sin(0.05 * (np.arange(step) + done)) * 3000).astype(np.int16)
+            frame = av.AudioFrame.from_ndarray(wave.reshape(1, -1), format="s16", layout="mono")
+            frame.sample_rate = rate
+            for packet in stream.encode(frame):
+                out.mux(packet)
+            done += step
+        for packet in stream.encode(None):
+            out.mux(packet)
+    return bytes(sink.data) if isinstance(sink, _Unseekable) else sink.getvalue()

@@ -95,9 +95,9 @@ def make_client(server_env: ServerEnv) -> AppFactory:
 
 @pytest.fixture
 def client(make_client: AppFactory) -> Iterator[TestClient]:
-    """An app with default settings but no rate limit. One app at a time: an embedded shard admits one
+    """An app with default settings but no rate limits. One app at a time: an embedded shard admits one
     open handle per process."""
-    with make_client(rate_limit_per_second=0.0) as shared:
+    with make_client(rate_limit_per_second=0.0, rate_limit_per_address_per_second=0.0) as shared:
         yield shared
 
 

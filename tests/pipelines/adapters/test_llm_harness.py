@@ -130,3 +130,17 @@ def test_closing_the_stream_stops_the_provider() -> None:
         stream.close()
         assert llm.disconnected.wait(5), "the server saw the client go away"
         assert llm.tokens_sent < 8
+
+
+def test_the_requests_deadline_cuts_the_harness_short_and_is_not_retried() -> None:
+    """The harness would wait 10 s and retry; a request with 1 s left stops it within about that second."""
+    from pipelines.deadline import DeadlinePassed, deadline_in
+
+    with loopback_llm() as llm:
+        llm.script = ["hang"] * 5
+        started = time.monotonic()
+        with deadline_in(1.0), pytest.raises(DeadlinePassed, match="language model"):
+            harness(Provider("openai/loopback", llm.api_base), deadline_seconds=10.0, retries=4).complete(MESSAGES)
+        elapsed = time.monotonic() - started
+        assert elapsed < 2.5, f"took {elapsed:.1f} s"
+        assert llm.requests == 1

@@ -92,3 +92,44 @@ def test_activation_switches_a_versions_location_and_supersedes_the_old_one(
     assert registry.superseded() == ["/shards/v-1_b1"]
     with pytest.raises(ValueError, match="state"):
         registry.activate("v-2", state="retired")
+
+
+def _backends(dsn: str, application_name: str) -> int:
+    with psycopg.connect(dsn, autocommit=True) as conn:
+        row = conn.execute(
+            "SELECT count(*) FROM pg_stat_activity WHERE application_name = %s", (application_name,)
+        ).fetchone()
+    assert row is not None
+    return int(row[0])
+
+
+def test_calls_share_a_bounded_pool_of_connections(backend: dict[str, str], schema: str) -> None:
+    """Two hundred calls from eight threads open at most `pool_max` connections (one per call before the
+    pool: PostgreSQL would see two hundred backends come and go), and close() gives them all back."""
+    import concurrent.futures
+
+    name = f"ragline-pool-{schema}"
+    dsn = f"{backend['postgres']}{'&' if '?' in backend['postgres'] else '?'}application_name={name}"
+    registry = Registry(dsn, schema, pool_min=1, pool_max=3, pool_timeout=10.0)
+    registry.record(version("v-p"))
+    peak = 0
+    with concurrent.futures.ThreadPoolExecutor(8) as pool:
+        calls = [pool.submit(registry.get, "v-p") for _ in range(200)]
+        for call in calls:
+            assert call.result() is not None
+            peak = max(peak, _backends(backend["postgres"], name))
+    stats = registry.pool_stats()
+    assert 1 <= peak <= 3 and stats["pool_max"] == 3 and stats["requests_num"] >= 200
+    assert stats.get("connections_num", 0) <= 3, stats
+    registry.close()
+    assert _backends(backend["postgres"], name) == 0
+    assert registry.get("v-p") is not None  # a closed registry opens a new pool on its next call
+    registry.close()
+
+
+def test_a_pool_that_cannot_lend_in_time_is_store_unavailable(backend: dict[str, str], schema: str) -> None:
+    registry = Registry(backend["postgres"], schema, pool_min=0, pool_max=1, pool_timeout=0.5)
+    registry.record(version("v-q"))
+    with registry._connect(), pytest.raises(StoreUnavailable, match="unreachable"):  # its one connection is lent
+        registry.get("v-q")
+    registry.close()
