@@ -366,6 +366,9 @@ class Settings(BaseSettings):
         120.0,
         description="Longest a build's Dagster run may stay QUEUED or NOT_STARTED before the build fails.",
     )
+    reply_retention_days: float = Field(
+        90.0, gt=0, description="Days each reply (question, answer, citations) and its feedback are kept in PostgreSQL."
+    )
     request_timeout_seconds: float = Field(
         150.0,
         ge=0,

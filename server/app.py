@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
+from pipelines.adapters.reply_log import ReplyLog
 from pipelines.adapters.speech import Transcriber
 from pipelines.adapters.tracing import RequestTracer
 from pipelines.profiles import Stores, open_stores
@@ -18,7 +19,7 @@ from server.builds import BuildLauncher, BuildTracker, dagster_graphql_launcher
 from server.errors import install_error_handlers
 from server.limits import MULTIPART_SLACK, BodyLimitMiddleware
 from server.metrics import Metrics, MetricsMiddleware
-from server.routes import admin, health, pages, passages, query, search, stream, voice
+from server.routes import admin, feedback, health, pages, passages, query, search, stream, voice
 from server.tokens import RateLimiter, StreamSlots, TokenStore
 
 
@@ -33,6 +34,8 @@ def create_app(
     async def lifespan(app: FastAPI) -> AsyncIterator[None]:
         own = stores is None
         app.state.stores = stores or open_stores(settings)
+        registry = app.state.stores.registry
+        app.state.reply_log = ReplyLog(registry.dsn, registry.schema, settings.reply_retention_days)
         app.state.service = QueryService(settings, app.state.stores)
         app.state.query_threads = query.query_threads()  # threads start on first use
         _refuse_mismatched_index(app.state.service)
@@ -48,6 +51,7 @@ def create_app(
         finally:
             gc.unfreeze()  # another app may start in this process (tests): its garbage is collectable
             app.state.query_threads.shutdown(wait=False)
+            app.state.reply_log.close()  # writes what is queued
             _close_active_index(app.state.service)
             if app.state.tracer is not None:
                 app.state.tracer.shutdown()
@@ -95,6 +99,7 @@ def create_app(
     app.include_router(voice.router)
     app.include_router(passages.router)
     app.include_router(search.router)
+    app.include_router(feedback.router)
     openai_compat.install(app)
     serve_mcp = mcp_server.install(app)
     app.include_router(pages.router)

@@ -101,8 +101,9 @@ def check_model(model: str) -> None:
 
 
 def ragline_part(reply: dict[str, Any]) -> dict[str, Any]:
-    """What ragline adds beyond OpenAI's fields: the reply's status, index, cache and timings."""
-    return {key: reply.get(key) for key in ("status", "index", "cache", "generator", "timings_ms")}
+    """What ragline adds beyond OpenAI's fields: the reply's id (for `POST /v1/feedback`), status, index, cache
+    and timings."""
+    return {key: reply.get(key) for key in ("reply_id", "status", "index", "cache", "generator", "timings_ms")}
 
 
 class ChunkStream:
@@ -213,7 +214,7 @@ async def chat_completions(
         metrics = request.app.state.metrics
 
         def on_final(final: dict[str, object]) -> None:
-            observe_reply(request, dict(final), question, route)
+            observe_reply(request, final, question, route)
 
         chunks = ChunkStream(completion_id, created)
         stream = event_stream(request, events, first, started, metrics.first_sentence.observe, on_final, chunks)

@@ -36,7 +36,7 @@ class QueryRequest(BaseModel):
                 {"question": "Which port does the server listen on?", "top_k": 8},
                 {"question": "Welchen Port nutzt der Server?", "language": "de"},
             ]
-        }
+        },
     }
 
     @field_validator("language")
@@ -95,6 +95,7 @@ class QueryReply(BaseModel):
     # Extra fields the query graph adds (guardrail decision, CRAG trace, provider, ...) pass through.
     model_config = ConfigDict(extra="allow")
 
+    reply_id: str = Field(description="This reply's id: rate it with `POST /v1/feedback`.")
     status: Literal["answered", "no_answer", "clarify", "refused"]
     answer: str
     citations: list[Citation]

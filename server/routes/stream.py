@@ -51,7 +51,7 @@ async def query_stream(
     metrics = request.app.state.metrics
 
     def on_final(final: dict[str, object]) -> None:
-        observe_reply(request, dict(final), body.question, "/v1/query/stream")
+        observe_reply(request, final, body.question, "/v1/query/stream")  # sets the event's reply_id
 
     stream = event_stream(request, events, first, started, metrics.first_sentence.observe, on_final)
     return HeldStream(

@@ -60,7 +60,29 @@ async function showPassage(chunkId) {
   }
 }
 
+// Feedback: one rating per reply (POST /v1/feedback), with the comment typed before the button.
+let replyId = null;
+function showFeedback(id) {
+  replyId = id || null;
+  $("feedback").hidden = !replyId;
+  ["rate-up", "rate-down"].forEach((b) => ($(b).disabled = false));
+  $("feedback-comment").value = "";
+  $("feedback-state").textContent = "";
+}
+
+async function rate(rating) {
+  if (!replyId) return;
+  ["rate-up", "rate-down"].forEach((b) => ($(b).disabled = true));
+  try {
+    await Ragline.json("POST", "/v1/feedback", { reply_id: replyId, rating, comment: $("feedback-comment").value });
+    $("feedback-state").textContent = "Thank you: your feedback was kept.";
+  } catch (err) {
+    $("feedback-state").textContent = `Not kept: ${err.message}`;
+  }
+}
+
 function reset() {
+  showFeedback(null);
   $("result").hidden = false;
   ["answer", "citations", "timings", "transcript", "cache"].forEach((id) => ($(id).textContent = ""));
   $("passage").hidden = true;
@@ -79,6 +101,7 @@ function showFinal(final) {
     $("citations").append(item);
   });
   $("timings").append(Ragline.timingBar(final.timings_ms));
+  showFeedback(final.reply_id);
 }
 
 function showError(message) {
@@ -175,6 +198,8 @@ async function toggleMic() {
 
 $("ask").addEventListener("click", ask);
 $("mic").addEventListener("click", toggleMic);
+$("rate-up").addEventListener("click", () => rate("up"));
+$("rate-down").addEventListener("click", () => rate("down"));
 $("question").addEventListener("keydown", (e) => {
   if (e.key === "Enter" && !e.shiftKey) {
     e.preventDefault();

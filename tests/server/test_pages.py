@@ -103,6 +103,39 @@ def test_chat_and_console_in_a_real_browser(live_url: str, browser: webdriver.Ch
     assert browser.find_element(By.ID, "problem").text == ""
 
 
+def test_a_reader_rates_an_answer_in_the_browser(
+    live_url: str, browser: webdriver.Chrome, server_env: ServerEnv
+) -> None:
+    import psycopg
+
+    wait = WebDriverWait(browser, 60)
+    browser.get(live_url + "/")
+    browser.find_element(By.ID, "token").send_keys("test-token", Keys.TAB)
+    question = f"Which port does the harbor dashboard listen on? ({uuid.uuid4().hex[:6]})"
+    browser.find_element(By.ID, "question").send_keys(question)
+    browser.find_element(By.ID, "ask").click()
+    wait.until(ec.text_to_be_present_in_element((By.ID, "status"), "answered"))
+    wait.until(ec.visibility_of_element_located((By.ID, "feedback")))
+    browser.find_element(By.ID, "feedback-comment").send_keys("It should say how to change the port.")
+    browser.find_element(By.ID, "rate-down").click()
+    wait.until(ec.text_to_be_present_in_element((By.ID, "feedback-state"), "kept"))
+    assert not browser.find_element(By.ID, "rate-up").is_enabled()
+    schema = server_env.settings.postgres_schema
+    with psycopg.connect(str(server_env.settings.postgres_dsn)) as conn:
+        row = conn.execute(
+            f"SELECT f.rating, f.comment FROM {schema}.feedback f JOIN {schema}.replies r USING (reply_id) "
+            "WHERE r.question = %s",
+            (question,),
+        ).fetchone()
+    assert row == ("down", "It should say how to change the port.")
+    # A new question hides the buttons until its own reply has an id.
+    browser.find_element(By.ID, "question").clear()
+    browser.find_element(By.ID, "question").send_keys("What is harbor?")
+    browser.find_element(By.ID, "ask").click()
+    wait.until(ec.text_to_be_present_in_element((By.ID, "feedback-state"), ""))
+    wait.until(lambda b: b.find_element(By.ID, "rate-up").is_enabled())
+
+
 def test_inline_code_in_an_answer_is_shown_as_code(live_url: str, browser: webdriver.Chrome) -> None:
     """The chat page's own rendering of one sentence (a quote keeps the ticks of a span holding * or _)."""
     browser.get(live_url + "/")

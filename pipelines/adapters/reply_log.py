@@ -1,0 +1,281 @@
+"""Replies and what readers said of them, in PostgreSQL: every reply the server gives gets an id and a row, and
+`POST /v1/feedback` adds a rating (up or down) and a comment to it, once per reply per token.
+
+Replies are written by one background thread from a bounded queue, so a request never waits for PostgreSQL and
+a PostgreSQL outage never fails a question (the rows of that time are dropped, and counted in the log). Feedback
+is written at once: the reader is told whether it was kept. Rows older than `retention_days` are deleted when
+the writer starts and once an hour after.
+"""
+
+from __future__ import annotations
+
+import queue
+import re
+import threading
+import time
+from collections.abc import Iterator
+from contextlib import contextmanager
+from dataclasses import dataclass
+from typing import Any
+
+import psycopg
+import structlog
+from psycopg.rows import dict_row
+from psycopg.types.json import Jsonb
+from psycopg_pool import ConnectionPool
+
+from pipelines.ports import StoreUnavailable
+
+log = structlog.get_logger(__name__)
+
+RATINGS = ("up", "down")
+_FLUSH_EVERY = 0.2  # seconds the writer waits to gather a batch
+
+
+class UnknownReply(LookupError):
+    """No reply has this id (or it is past retention)."""
+
+
+class AlreadyRated(ValueError):
+    """This token has already rated this reply."""
+
+
+@dataclass(frozen=True)
+class ReplyRecord:
+    reply_id: str
+    route: str
+    token_name: str | None
+    question: str
+    standalone_question: str
+    status: str
+    answer: str
+    citations: list[dict[str, Any]]
+    pages: list[str]  # the document ids of the passages it retrieved, best first
+    index_version: str | None
+    language: str | None
+
+
+class ReplyLog:
+    def __init__(
+        self, dsn: str, schema: str = "ragline", retention_days: float = 90.0, queue_size: int = 10_000
+    ) -> None:
+        if not re.fullmatch(r"[a-z_][a-z0-9_]*", schema):
+            raise ValueError(f"invalid schema name {schema!r}")
+        self.dsn, self.schema, self.retention_days = dsn, schema, retention_days
+        self._queue: queue.Queue[ReplyRecord | None] = queue.Queue(maxsize=queue_size)
+        self._pool: ConnectionPool[psycopg.Connection[dict[str, Any]]] | None = None
+        self._lock = threading.Lock()
+        self._writer: threading.Thread | None = None
+        self._ensured = False
+        self.dropped = 0
+        self._pending = 0
+        self._idle = threading.Condition()
+
+    # -- connections ---------------------------------------------------------------------------------------
+
+    @contextmanager
+    def _connect(self) -> Iterator[psycopg.Connection[dict[str, Any]]]:
+        with self._lock:
+            if self._pool is None:
+                self._pool = ConnectionPool(
+                    self.dsn,
+                    min_size=0,
+                    max_size=4,
+                    timeout=5.0,
+                    kwargs={"row_factory": dict_row, "connect_timeout": 5, "autocommit": False},
+                    check=ConnectionPool.check_connection,
+                    name=f"ragline-replies-{self.schema}",
+                    open=False,
+                )
+                self._pool.open(wait=False)
+            pool = self._pool
+        try:
+            with pool.connection() as conn:
+                if not self._ensured:
+                    self._ensure(conn)
+                yield conn
+        except psycopg.OperationalError as exc:
+            raise StoreUnavailable(f"reply log unreachable: {exc}") from exc
+
+    def _ensure(self, conn: psycopg.Connection[dict[str, Any]]) -> None:
+        s = self.schema
+        with conn.cursor() as cur:
+            cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"ragline-replies-{s}",))
+            cur.execute(f"CREATE SCHEMA IF NOT EXISTS {s}")
+            cur.execute(
+                f"""CREATE TABLE IF NOT EXISTS {s}.replies (
+                    reply_id text PRIMARY KEY,
+                    created_at timestamptz NOT NULL DEFAULT now(),
+                    route text NOT NULL,
+                    token_name text,
+                    question text NOT NULL,
+                    standalone_question text NOT NULL,
+                    status text NOT NULL,
+                    answer text NOT NULL,
+                    citations jsonb NOT NULL,
+                    pages jsonb NOT NULL,
+                    index_version text,
+                    language text
+                )"""
+            )
+            cur.execute(f"CREATE INDEX IF NOT EXISTS replies_created_at ON {s}.replies (created_at)")
+            cur.execute(
+                f"""CREATE TABLE IF NOT EXISTS {s}.feedback (
+                    reply_id text NOT NULL REFERENCES {s}.replies (reply_id) ON DELETE CASCADE,
+                    token_digest text NOT NULL,
+                    token_name text,
+                    rating text NOT NULL CHECK (rating IN ('up', 'down')),
+                    comment text NOT NULL DEFAULT '',
+                    created_at timestamptz NOT NULL DEFAULT now(),
+                    PRIMARY KEY (reply_id, token_digest)
+                )"""
+            )
+        conn.commit()
+        self._ensured = True
+
+    # -- replies ---------------------------------------------------------------------------------------------
+
+    def record(self, reply: ReplyRecord) -> None:
+        """Queue a reply for the writer; never blocks and never raises (a full queue drops it, counted)."""
+        self._start_writer()
+        with self._idle:
+            self._pending += 1
+        try:
+            self._queue.put_nowait(reply)
+        except queue.Full:
+            with self._idle:
+                self._pending -= 1
+                self._idle.notify_all()
+            self.dropped += 1
+            log.warning("reply_log_dropped", reply_id=reply.reply_id, dropped=self.dropped, reason="queue full")
+
+    def flush(self, timeout: float = 5.0) -> bool:
+        """Wait until every queued reply is written (or dropped); False if `timeout` passed first."""
+        deadline = time.monotonic() + timeout
+        with self._idle:
+            while self._pending:
+                left = deadline - time.monotonic()
+                if left <= 0:
+                    return False
+                self._idle.wait(left)
+        return True
+
+    def _start_writer(self) -> None:
+        if self._writer is not None:
+            return
+        with self._lock:
+            if self._writer is None:
+                self._writer = threading.Thread(target=self._write_forever, name="ragline-reply-log", daemon=True)
+                self._writer.start()
+
+    def _write_forever(self) -> None:
+        pruned_at = 0.0
+        while True:
+            first = self._queue.get()
+            if first is None:
+                return
+            batch = [first]
+            time.sleep(_FLUSH_EVERY)
+            while len(batch) < 500:
+                try:
+                    item = self._queue.get_nowait()
+                except queue.Empty:
+                    break
+                if item is None:
+                    self._queue.put(None)  # stop after this batch
+                    break
+                batch.append(item)
+            try:
+                self._insert(batch)
+                if time.monotonic() - pruned_at > 3600:
+                    self.prune()
+                    pruned_at = time.monotonic()
+            except Exception as exc:  # PostgreSQL down or refusing: the replies of now are not kept
+                self.dropped += len(batch)
+                log.warning("reply_log_dropped", replies=len(batch), dropped=self.dropped, error=str(exc)[:200])
+            finally:
+                with self._idle:
+                    self._pending -= len(batch)
+                    self._idle.notify_all()
+
+    def _insert(self, batch: list[ReplyRecord]) -> None:
+        rows = [
+            (
+                r.reply_id,
+                r.route,
+                r.token_name,
+                r.question,
+                r.standalone_question,
+                r.status,
+                r.answer,
+                Jsonb(r.citations),
+                Jsonb(r.pages),
+                r.index_version,
+                r.language,
+            )
+            for r in batch
+        ]
+        with self._connect() as conn, conn.cursor() as cur:
+            cur.executemany(
+                f"""INSERT INTO {self.schema}.replies (reply_id, route, token_name, question, standalone_question,
+                    status, answer, citations, pages, index_version, language)
+                    VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (reply_id) DO NOTHING""",
+                rows,
+            )
+
+    def prune(self) -> int:
+        """Delete replies (and their feedback) older than the retention; the number deleted."""
+        with self._connect() as conn:
+            deleted = conn.execute(
+                f"DELETE FROM {self.schema}.replies WHERE created_at < now() - make_interval(secs => %s)",
+                (self.retention_days * 86400.0,),
+            ).rowcount
+        return int(deleted or 0)
+
+    def reply(self, reply_id: str) -> dict[str, Any] | None:
+        with self._connect() as conn:
+            return conn.execute(f"SELECT * FROM {self.schema}.replies WHERE reply_id = %s", (reply_id,)).fetchone()
+
+    # -- feedback --------------------------------------------------------------------------------------------
+
+    def rate(self, reply_id: str, token_digest: str, token_name: str | None, rating: str, comment: str) -> None:
+        """Keep a reader's rating of a reply; `UnknownReply` or `AlreadyRated` when it cannot be kept."""
+        if rating not in RATINGS:
+            raise ValueError(f"rating must be one of {RATINGS}, not {rating!r}")
+        if self.reply(reply_id) is None:
+            self.flush(2.0)  # a reply of a moment ago may still be in the writer's queue
+            if self.reply(reply_id) is None:
+                raise UnknownReply(f"no reply has the id {reply_id!r}")
+        try:
+            with self._connect() as conn:
+                conn.execute(
+                    f"""INSERT INTO {self.schema}.feedback (reply_id, token_digest, token_name, rating, comment)
+                        VALUES (%s, %s, %s, %s, %s)""",
+                    (reply_id, token_digest, token_name, rating, comment),
+                )
+        except psycopg.errors.UniqueViolation as exc:
+            raise AlreadyRated(f"this token has already rated the reply {reply_id!r}") from exc
+
+    def candidates(self, since_days: float | None = None) -> list[dict[str, Any]]:
+        """Replies rated down or not answered (no_answer, clarify), newest first, with their ratings: what
+        `ragline feedback export` turns into golden-set candidates."""
+        window = "" if since_days is None else "AND r.created_at >= now() - make_interval(secs => %(secs)s)"
+        with self._connect() as conn:
+            return conn.execute(
+                f"""SELECT r.*, coalesce(json_agg(json_build_object('rating', f.rating, 'comment', f.comment))
+                        FILTER (WHERE f.reply_id IS NOT NULL), '[]') AS feedback
+                    FROM {self.schema}.replies r LEFT JOIN {self.schema}.feedback f USING (reply_id)
+                    WHERE (r.status IN ('no_answer', 'clarify') OR f.rating = 'down') {window}
+                    GROUP BY r.reply_id ORDER BY r.created_at DESC""",
+                {"secs": (since_days or 0) * 86400.0},
+            ).fetchall()
+
+    def close(self) -> None:
+        if self._writer is not None:
+            self._queue.put(None)
+            self._writer.join(timeout=10)
+            self._writer = None
+        with self._lock:
+            pool, self._pool = self._pool, None
+        if pool is not None:
+            pool.close()
