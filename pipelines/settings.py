@@ -369,6 +369,10 @@ class Settings(BaseSettings):
     reply_retention_days: float = Field(
         90.0, gt=0, description="Days each reply (question, answer, citations) and its feedback are kept in PostgreSQL."
     )
+    gaps_similarity: float = Field(
+        0.80, gt=0, le=1, description="Content gaps: least cosine similarity for a question to join a group."
+    )
+    gaps_max_questions: int = Field(2000, ge=1, description="Content gaps: most recent questions grouped per report.")
     request_timeout_seconds: float = Field(
         150.0,
         ge=0,

@@ -49,6 +49,7 @@ class Metrics:
             registry=r,
         )
         self.replies = Counter("ragline_replies", "Replies by outcome status.", ["status"], registry=r)
+        self.feedback = Counter("ragline_feedback", "Ratings readers gave replies, by rating.", ["rating"], registry=r)
         self.cache_lookups = Counter("ragline_cache_lookups", "Answer-cache lookups by result.", ["result"], registry=r)
         self.cache_hits = Counter(
             "ragline_cache_hits", "Answer-cache hits by kind (exact, semantic).", ["kind"], registry=r

@@ -51,4 +51,5 @@ def reply_record(reply: dict[str, Any], question: str, route: str, token_name: s
         pages=pages,
         index_version=index.get("content_version"),
         language=guardrail.get("language") if isinstance(guardrail, dict) else None,
+        grade=crag.get("grade") if isinstance(crag := reply.get("crag"), dict) else None,
     )

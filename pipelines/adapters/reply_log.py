@@ -53,6 +53,12 @@ class ReplyRecord:
     pages: list[str]  # the document ids of the passages it retrieved, best first
     index_version: str | None
     language: str | None
+    grade: str | None = None  # CRAG's grade of the retrieval (`correct`, `ambiguous`, `incorrect`), when graded
+
+
+# Why a reply is a content gap: the docs did not answer, asked back, were rated down, or answered on retrieval
+# CRAG did not grade `correct` (low confidence).
+GAP_REASONS = ("no_answer", "clarify", "rated_down", "low_confidence")
 
 
 class ReplyLog:
@@ -118,6 +124,7 @@ class ReplyLog:
                     language text
                 )"""
             )
+            cur.execute(f"ALTER TABLE {s}.replies ADD COLUMN IF NOT EXISTS grade text")
             cur.execute(f"CREATE INDEX IF NOT EXISTS replies_created_at ON {s}.replies (created_at)")
             cur.execute(
                 f"""CREATE TABLE IF NOT EXISTS {s}.feedback (
@@ -212,14 +219,15 @@ class ReplyLog:
                 Jsonb(r.pages),
                 r.index_version,
                 r.language,
+                r.grade,
             )
             for r in batch
         ]
         with self._connect() as conn, conn.cursor() as cur:
             cur.executemany(
                 f"""INSERT INTO {self.schema}.replies (reply_id, route, token_name, question, standalone_question,
-                    status, answer, citations, pages, index_version, language)
-                    VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (reply_id) DO NOTHING""",
+                    status, answer, citations, pages, index_version, language, grade)
+                    VALUES (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s) ON CONFLICT (reply_id) DO NOTHING""",
                 rows,
             )
 
@@ -269,6 +277,31 @@ class ReplyLog:
                     GROUP BY r.reply_id ORDER BY r.created_at DESC""",
                 {"secs": (since_days or 0) * 86400.0},
             ).fetchall()
+
+    def gap_replies(self, hours: float, limit: int = 5000) -> list[dict[str, Any]]:
+        """The replies of the last `hours` that point at a content gap, newest first, each with its `reasons`
+        (a subset of GAP_REASONS): not answered, asked back, rated down by someone, or answered on retrieval
+        CRAG did not grade `correct`."""
+        with self._connect() as conn:
+            rows = conn.execute(
+                f"""SELECT r.reply_id, r.created_at, r.question, r.standalone_question, r.status, r.pages, r.grade,
+                        bool_or(f.rating = 'down') AS rated_down
+                    FROM {self.schema}.replies r LEFT JOIN {self.schema}.feedback f USING (reply_id)
+                    WHERE r.created_at >= now() - make_interval(secs => %s)
+                    GROUP BY r.reply_id
+                    HAVING r.status IN ('no_answer', 'clarify') OR bool_or(f.rating = 'down')
+                        OR (r.status = 'answered' AND r.grade IN ('ambiguous', 'incorrect'))
+                    ORDER BY r.created_at DESC LIMIT %s""",
+                (hours * 3600.0, limit),
+            ).fetchall()
+        for row in rows:
+            reasons = [row["status"]] if row["status"] in ("no_answer", "clarify") else []
+            if row.pop("rated_down"):
+                reasons.append("rated_down")
+            if row["status"] == "answered" and row["grade"] in ("ambiguous", "incorrect"):
+                reasons.append("low_confidence")
+            row["reasons"] = reasons
+        return rows
 
     def close(self) -> None:
         if self._writer is not None:

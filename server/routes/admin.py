@@ -4,19 +4,21 @@ from __future__ import annotations
 
 import json
 from pathlib import Path
-from typing import Any
+from typing import Annotated, Any
 
-from fastapi import APIRouter, Request
+from fastapi import APIRouter, Query, Request
 from pydantic import BaseModel, ConfigDict, Field
 from starlette.concurrency import run_in_threadpool
 
 from pipelines.adapters.redis_cache import CacheUnavailable
+from pipelines.adapters.reply_log import ReplyLog
 from pipelines.ingestion.sources import source_allowed
 from pipelines.ports import StoreUnavailable
 from pipelines.settings import Settings
 from server.builds import BuildRequestBody, BuildTracker, NoLauncher
 from server.deps import AdminScope, ServiceDep, SettingsDep
 from server.errors import ApiError
+from server.gaps import gap_report
 from server.schemas import ERROR_RESPONSES, NOT_FOUND
 
 router = APIRouter(tags=["admin"], dependencies=[AdminScope], responses=ERROR_RESPONSES)
@@ -107,6 +109,30 @@ async def flush_cache(service: ServiceDep, settings: SettingsDep) -> dict[str, A
     except CacheUnavailable as exc:
         raise ApiError(503, "cache_unavailable", str(exc)) from exc
     return {"deleted": deleted, "prefix": settings.cache_prefix}
+
+
+@router.get("/v1/admin/gaps")
+async def content_gaps(
+    request: Request,
+    service: ServiceDep,
+    settings: SettingsDep,
+    hours: Annotated[float, Query(gt=0, le=24 * 366, description="The window: the last HOURS hours.")] = 168.0,
+    limit: Annotated[int, Query(ge=1, le=200, description="Groups returned, largest first.")] = 50,
+) -> dict[str, Any]:
+    """What the docs fail to answer: questions answered `no_answer`, clarified, rated down, or answered on
+    retrieval CRAG did not grade `correct`, over the window, grouped by meaning (count, a representative
+    question, other wordings, reasons, the pages retrieved for them most often)."""
+    replies: ReplyLog = request.app.state.reply_log
+
+    def report() -> dict[str, Any]:
+        rows = replies.gap_replies(hours, limit=settings.gaps_max_questions)
+        return gap_report(rows, service.embedder, settings.gaps_similarity, limit)
+
+    try:
+        found = await run_in_threadpool(report)
+    except StoreUnavailable as exc:
+        raise ApiError(503, "gaps_unavailable", str(exc)) from exc
+    return {"hours": hours, "similarity": settings.gaps_similarity, **found}
 
 
 @router.get("/v1/admin/stats")

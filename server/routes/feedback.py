@@ -58,4 +58,5 @@ async def feedback(body: FeedbackRequest, request: Request) -> dict[str, Any]:
         raise ApiError(409, "already_rated", str(exc)) from exc
     except StoreUnavailable as exc:
         raise ApiError(503, "feedback_unavailable", str(exc)) from exc
+    request.app.state.metrics.feedback.labels(body.rating).inc()
     return {"reply_id": body.reply_id, "rating": body.rating, "kept": True}

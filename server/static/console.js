@@ -65,10 +65,11 @@ async function refresh() {
   const mine = ++latest;
   $("problem").textContent = "";
   try {
-    const [versions, stats, evals] = await Promise.all([
+    const [versions, stats, evals, gaps] = await Promise.all([
       Ragline.json("GET", "/v1/index/versions"),
       Ragline.json("GET", "/v1/admin/stats"),
       Ragline.json("GET", "/v1/admin/evals/latest"),
+      Ragline.json("GET", "/v1/admin/gaps?hours=168&limit=20"),
     ]);
     if (mine !== latest) return;
     table(
@@ -95,6 +96,17 @@ async function refresh() {
       ? `hit rate ${((100 * hits) / lookups).toFixed(1)} % of ${lookups} lookups · ` +
         Object.entries(stats.cache_hits).map(([k, v]) => `${k} hits ${v}`).join(" · ")
       : "no lookups yet";
+    table(
+      $("gaps"),
+      ["asked", "question", "why", "other wordings", "pages retrieved"],
+      gaps.groups.map((g) => [
+        g.count,
+        g.question,
+        Object.entries(g.reasons).map(([k, v]) => `${k.replace("_", " ")} ${v}`).join(", "),
+        g.other_wordings.join(" · "),
+        g.pages.join(", "),
+      ])
+    );
     counts($("guardrails"), stats.guardrail_blocks, "no blocks");
     counts($("crag"), stats.crag_actions, "no CRAG actions");
     $("evals").textContent = "";

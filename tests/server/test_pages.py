@@ -100,6 +100,7 @@ def test_chat_and_console_in_a_real_browser(live_url: str, browser: webdriver.Ch
     assert "active" in versions
     wait.until(ec.text_to_be_present_in_element((By.ID, "nodes"), "exact_cache_lookup"))
     assert "hit rate" in browser.find_element(By.ID, "cache").text
+    wait.until(ec.text_to_be_present_in_element((By.ID, "gaps"), "pages retrieved"))  # the content-gaps table
     assert browser.find_element(By.ID, "problem").text == ""
 
 
