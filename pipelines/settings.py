@@ -173,6 +173,12 @@ class Settings(BaseSettings):
     log_level: str = Field("INFO", description="Log level of the structured logs.")
 
     # Query graph, back half (issue 4): variants of each node; a request may override any of them.
+    follow_up_rewrite: Literal["none", "rules", "llm"] = Field(
+        "rules",
+        description="How a follow-up in a conversation becomes a standalone question: `none` (as asked), `rules` "
+        "(a follow-up is searched with the previous turn's standalone question), `llm` (the generator's model "
+        "rewrites it; the rules when it fails).",
+    )
     retrieval: Literal["hybrid", "dense", "bm25"] = Field("hybrid", description="Retrieval variant.")
     bm25_engine: Literal["qdrant", "memory"] = Field(
         "qdrant", description="BM25 engine: Qdrant sparse vectors with IDF, or rank-bm25 in memory."
@@ -365,6 +371,9 @@ class Settings(BaseSettings):
     dagster_start_timeout_seconds: float = Field(
         120.0,
         description="Longest a build's Dagster run may stay QUEUED or NOT_STARTED before the build fails.",
+    )
+    conversation_turns: int = Field(
+        3, ge=1, le=20, description="Earlier turns of a conversation a follow-up is read with."
     )
     reply_retention_days: float = Field(
         90.0, gt=0, description="Days each reply (question, answer, citations) and its feedback are kept in PostgreSQL."

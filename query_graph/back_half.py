@@ -105,7 +105,8 @@ class BackHalf:
         }
         if variants["rerank"] == "cross_encoder" or variants["sentence_ranker"] in ("cross_encoder", "asked"):
             inputs["reranker"] = self.reranker()  # RerankUnavailable when its file is missing or altered
-        if variants["generator"] == "litellm" or variants["verify"] in ("llm", "llm_score"):
+        uses_model = variants["follow_up_rewrite"] == "llm"
+        if uses_model or variants["generator"] == "litellm" or variants["verify"] in ("llm", "llm_score"):
             inputs["llm_harness"] = self.harness()
         if variants["generator"] == "litellm":
             inputs["prompt_version"] = PROMPT_VERSION

@@ -10,6 +10,7 @@ from hamilton import driver
 from pipelines.caching.built_once import BuiltOnce
 from query_graph.nodes import (
     cache,
+    conversation,
     coverage,
     crag,
     gate,
@@ -27,7 +28,20 @@ from query_graph.timing import NodeTimer
 # Hamilton logs an advert at ERROR level before re-raising any node error; we report errors ourselves.
 logging.getLogger("hamilton.driver").setLevel(logging.CRITICAL)
 
-MODULES = (guardrails, cache, gate, retrieval, coverage, rerank, crag, generation, validation, verification, reply)
+MODULES = (
+    conversation,
+    guardrails,
+    cache,
+    gate,
+    retrieval,
+    coverage,
+    rerank,
+    crag,
+    generation,
+    validation,
+    verification,
+    reply,
+)
 
 
 def build_driver(config: dict[str, Any] | None = None) -> driver.Driver:

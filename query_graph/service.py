@@ -10,7 +10,7 @@ never a fake `no_answer`.
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
@@ -28,6 +28,7 @@ from pipelines.retrieval.rerank import probability
 from pipelines.retrieval.retriever import Candidate
 from pipelines.settings import Settings
 from pipelines.text.analysis import Analyzer
+from pipelines.text.followups import Turn
 from pipelines.text.language import SpokenLanguage
 from query_graph.active_index import ActiveIndex, FingerprintMismatch, NoActiveIndex, VectorStoreUnavailable
 from query_graph.back_half import BackHalf, failure
@@ -118,10 +119,13 @@ class QueryService:
         variants: dict[str, str] | None = None,
         language: str | None = None,
         language_probability: float | None = None,
+        history: Sequence[Turn] = (),
     ) -> dict[str, Any]:
         """`language` (ISO code) is the language the question was spoken in, with the transcriber's
         `language_probability`: the language gate judges it instead of the words when it is sure enough
-        (pipelines/guardrails/screen.py `question_language`)."""
+        (pipelines/guardrails/screen.py `question_language`). `history`: the conversation's earlier turns,
+        oldest first; the question is then made standalone first (node `standalone_question`) and the rest
+        of the graph answers that. The reply's `standalone_question` says what was answered."""
         started = time.perf_counter()
         with _request_timings(started) as timings, deadline_in(self.settings.request_timeout_seconds):
             chosen, graph = self._graph_for(variants)
@@ -129,6 +133,8 @@ class QueryService:
             spoken = SpokenLanguage(language, language_probability) if language else None
             try:
                 inputs = self.graph_inputs(question, top_k, chosen, version, index, spoken)
+                standalone = self._standalone(graph, inputs, history)
+                inputs["question"] = standalone
                 front = self.front.run(inputs, overrides)  # stops at a refusal, clarify, hit or gate
             except Exception as exc:
                 _raise_back_failure(exc)
@@ -151,6 +157,7 @@ class QueryService:
                     self.front.remember(front, result)
         timings["total"] = round((time.perf_counter() - started) * 1000, 3)
         result["timings_ms"] = timings
+        result["standalone_question"] = standalone
         log.info(
             "query_answered",
             status=result["status"],
@@ -199,6 +206,15 @@ class QueryService:
         result["timings_ms"] = timings
         log.info("search_answered", status=result["status"], passages=len(result["passages"]), timings_ms=timings)
         return result
+
+    @staticmethod
+    def _standalone(graph: Any, inputs: dict[str, Any], history: Sequence[Turn]) -> str:
+        """The question the rest of the graph answers: as asked without history, else the `standalone_question`
+        node's (run alone through the request's driver, so it is timed and its variant is the request's)."""
+        if not history:
+            return str(inputs["question"])
+        out = graph.execute(["standalone_question"], inputs={**inputs, "conversation_history": list(history)})
+        return str(out["standalone_question"])
 
     def _graph_for(self, variants: dict[str, str] | None) -> tuple[dict[str, str], Any]:
         """The request's variants and the driver built for them; a bad variant is a QueryFailed (400)."""

@@ -15,10 +15,11 @@ client went away) cancels the generation: the generator stops at its next token.
 from __future__ import annotations
 
 import threading
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
 from pipelines.answering.citations import markers, split_sentences
+from pipelines.text.followups import Turn
 from query_graph.service import QueryService
 from query_graph.sink import SentenceSink, current_sink
 
@@ -31,15 +32,22 @@ def stream_answer(
     variants: dict[str, str] | None = None,
     top_k: int | None = None,
     language: str | None = None,
+    history: Sequence[Turn] = (),
+    on_reply: Callable[[dict[str, Any]], None] | None = None,
 ) -> Iterator[dict[str, Any]]:
-    """`language`: the question's language as the caller states it (`QueryService.answer(language=...)`)."""
+    """`language`: the question's language as the caller states it (`QueryService.answer(language=...)`);
+    `history`: the conversation's earlier turns. `on_reply` runs on the reply in the worker thread, before the
+    `final` event is released (the server records the conversation's turn there)."""
     sink = SentenceSink()
     outcome: dict[str, Any] = {}
 
     def work() -> None:
         token = current_sink.set(sink)
         try:
-            outcome["reply"] = service.answer(question, top_k=top_k, variants=variants, language=language or None)
+            reply = service.answer(question, top_k=top_k, variants=variants, language=language or None, history=history)
+            if on_reply is not None:
+                on_reply(reply)
+            outcome["reply"] = reply
         except BaseException as exc:  # handed to the reading thread, which raises it
             outcome["error"] = exc
         finally:

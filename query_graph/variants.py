@@ -17,6 +17,7 @@ from pipelines.settings import Settings
 
 # The nodes that have variants: each a Settings field of the same name, whose Literal lists the variants.
 VARIANT_NODES: tuple[str, ...] = (
+    "follow_up_rewrite",
     "retrieval",
     "bm25_engine",
     "fusion",

@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
+from pipelines.adapters.conversations import ConversationStore
 from pipelines.adapters.reply_log import ReplyLog
 from pipelines.adapters.speech import Transcriber
 from pipelines.adapters.tracing import RequestTracer
@@ -36,6 +37,7 @@ def create_app(
         app.state.stores = stores or open_stores(settings)
         registry = app.state.stores.registry
         app.state.reply_log = ReplyLog(registry.dsn, registry.schema, settings.reply_retention_days)
+        app.state.conversations = ConversationStore(registry.dsn, registry.schema, settings.reply_retention_days)
         app.state.service = QueryService(settings, app.state.stores)
         app.state.query_threads = query.query_threads()  # threads start on first use
         _refuse_mismatched_index(app.state.service)
@@ -52,6 +54,7 @@ def create_app(
             gc.unfreeze()  # another app may start in this process (tests): its garbage is collectable
             app.state.query_threads.shutdown(wait=False)
             app.state.reply_log.close()  # writes what is queued
+            app.state.conversations.close()
             _close_active_index(app.state.service)
             if app.state.tracer is not None:
                 app.state.tracer.shutdown()

@@ -25,6 +25,7 @@ from fastapi.responses import StreamingResponse
 from pydantic import BaseModel, ConfigDict, Field
 
 from pipelines.answering.citations import join_sentences
+from pipelines.text.followups import Turn
 from query_graph.service import QueryFailed
 from query_graph.streaming import stream_answer
 from server.cited_text import Numbering, cited_answer, sources
@@ -88,6 +89,21 @@ def question_of(body: ChatCompletionRequest) -> str:
             raise ApiError(400, "invalid_request", "the last user message is empty", param=f"messages.{i}.content")
         return content
     raise ApiError(400, "invalid_request", "messages hold no user message: it is the question", param="messages")
+
+
+def history_of(body: ChatCompletionRequest) -> list[Turn]:
+    """The conversation before the last user message: each earlier user message with the assistant's reply
+    after it, so a follow-up is answered as the standalone question it asks (node `standalone_question`)."""
+    last = max((i for i, m in enumerate(body.messages) if m.role == "user"), default=-1)
+    turns: list[Turn] = []
+    for i, message in enumerate(body.messages[:last]):
+        if message.role != "user" or not isinstance(message.content, str) or not message.content.strip():
+            continue
+        reply = next((m for m in body.messages[i + 1 : last] if m.role in ("user", "assistant")), None)
+        answer = reply.content if reply is not None and reply.role == "assistant" else ""
+        text = message.content.strip()
+        turns.append(Turn(text, text, answer if isinstance(answer, str) else ""))
+    return turns
 
 
 def check_model(model: str) -> None:
@@ -206,7 +222,7 @@ async def chat_completions(
     if body.stream:
         release = open_stream(request)  # 429 past the stream caps
         try:
-            events = stream_answer(service, question)
+            events = stream_answer(service, question, history=history_of(body))
             first = await first_event(events)
         except BaseException:
             release()
@@ -220,7 +236,7 @@ async def chat_completions(
         stream = event_stream(request, events, first, started, metrics.first_sentence.observe, on_final, chunks)
         headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
         return HeldStream(stream, release, media_type="text/event-stream", headers=headers)
-    answer = functools.partial(service.answer, question)
+    answer = functools.partial(service.answer, question, history=history_of(body))
     loop = asyncio.get_running_loop()
     reply = await loop.run_in_executor(request.app.state.query_threads, contextvars.copy_context().run, answer)
     observe_reply(request, reply, question, route)

@@ -19,6 +19,12 @@ class QueryRequest(BaseModel):
         description="Per-request strategy per node (`{node: variant}`); an unknown one is a 400 listing the valid ones.",
         examples=[{"rerank": "none"}],
     )
+    conversation_id: str | None = Field(
+        None,
+        pattern=r"^[0-9a-f]{32}$",
+        description="Continue this conversation (the `conversation_id` of an earlier reply to this token): a "
+        "follow-up is answered as the standalone question it asks in it. Unset: a new conversation starts.",
+    )
     language: str | None = Field(
         None,
         pattern=r"^[A-Za-z]{2}(?:[-_][A-Za-z0-9]{2,8})?$",
@@ -95,7 +101,12 @@ class QueryReply(BaseModel):
     # Extra fields the query graph adds (guardrail decision, CRAG trace, provider, ...) pass through.
     model_config = ConfigDict(extra="allow")
 
-    reply_id: str = Field(description="This reply's id: rate it with `POST /v1/feedback`.")
+    # Set by the server for every reply it sends (a reply of `QueryService.answer` alone has neither).
+    reply_id: str | None = Field(None, description="This reply's id: rate it with `POST /v1/feedback`.")
+    conversation_id: str | None = Field(
+        None, description="The conversation this reply is a turn of: send it to continue it."
+    )
+    standalone_question: str = Field(description="What was answered: the question, or the follow-up made standalone.")
     status: Literal["answered", "no_answer", "clarify", "refused"]
     answer: str
     citations: list[Citation]

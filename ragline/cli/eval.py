@@ -458,6 +458,37 @@ def cmd_eval_sentences(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_eval_followups(args: argparse.Namespace) -> int:
+    from evals.followups import evaluate_followups, load_conversations, rewrites
+    from evals.studies.search_modes import SearchSetup
+    from pipelines.adapters.embedders import load_embedder
+
+    base = Settings()
+    try:
+        settings = eval_settings(base, args.source, args.include, args.exclude, args.strategy, args.embedding_model)
+        conversations = load_conversations(Path(args.set))
+        with opened_index(settings) as opened:
+            embedder = load_embedder(settings.embedding_model)
+            setup = SearchSetup.from_settings(
+                base,
+                opened.index,
+                settings.chunk_strategy,
+                fusion=base.fusion,
+                bm25_analyzer=opened.version.chunk_settings.get("bm25_analyzer", "plain"),
+                index_languages=tuple(opened.version.languages),
+                language_route=base.language_route,
+                embedder=embedder,
+            )
+            report = evaluate_followups(conversations, embedder, setup, rewrites())
+    except (ValueError, OSError, RuntimeError) as exc:
+        print(f"ragline eval: {exc}", file=sys.stderr)
+        return 1
+    report["index"] = opened.info
+    _write(args.out, report)
+    print(json.dumps(report["summary"], indent=1))
+    return 0
+
+
 def register(commands: Any) -> None:
     group = commands.add_parser("eval", help="evaluate retrieval, answers and node variants")
     actions = group.add_subparsers(dest="action", required=True)
@@ -476,6 +507,18 @@ def register(commands: Any) -> None:
     )
     retrieval.add_argument("--out", required=True)
     retrieval.set_defaults(func=cmd_eval_retrieval)
+
+    followups = actions.add_parser(
+        "followups", help="retrieval of follow-up questions made standalone, against hand-written standalone ones"
+    )
+    followups.add_argument("--source", required=True, help="directory of documents to index and evaluate")
+    followups.add_argument("--include", action="append", help="glob of documents to index (repeatable)")
+    followups.add_argument("--exclude", action="append", help="glob of documents to skip (repeatable)")
+    followups.add_argument("--strategy", help="chunk strategy (default: RAGLINE_CHUNK_STRATEGY)")
+    followups.add_argument("--embedding-model", help="embedder (default: RAGLINE_EMBEDDING_MODEL)")
+    followups.add_argument("--set", required=True, help="follow-up set (JSONL, evals/golden/followups_*.jsonl)")
+    followups.add_argument("--out", required=True)
+    followups.set_defaults(func=cmd_eval_followups)
 
     lanes = actions.add_parser(
         "lanes", help="language routes on XQuAD written as a translated site (evals/studies/xquad_lanes.py)"

@@ -4,13 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
-import functools
 from concurrent.futures import ThreadPoolExecutor
+from typing import Any
 
 from fastapi import APIRouter, Request
 
 from pipelines.settings import Settings
 from query_graph.service import QueryService
+from server.conversations import RequestConversation
 from server.deps import QueryScope
 from server.errors import ApiError
 from server.observe import observe_reply
@@ -52,7 +53,14 @@ async def query(body: QueryRequest, request: Request) -> FastJSONResponse:
     # handed over with asyncio's executor (~25 us of CPU) rather than `run_in_threadpool` (~70 us).
     if body.language:  # stated by the client: the language gate takes it as certain (no probability)
         kwargs["language"] = body.language
-    answer = functools.partial(service.answer, body.question, top_k=body.top_k, **kwargs)
+    conversation = RequestConversation(request, body.conversation_id)
+
+    def answer() -> dict[str, Any]:
+        history = conversation.load()  # 404 for an id this token has no conversation under
+        reply = service.answer(body.question, top_k=body.top_k, history=history, **kwargs)
+        conversation.record(body.question, reply)
+        return reply
+
     loop = asyncio.get_running_loop()
     reply = await loop.run_in_executor(state.query_threads, contextvars.copy_context().run, answer)
     observe_reply(request, reply, body.question, "/v1/query")

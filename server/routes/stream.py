@@ -6,8 +6,10 @@ import time
 
 from fastapi import APIRouter, Request
 from fastapi.responses import StreamingResponse
+from starlette.concurrency import run_in_threadpool
 
 from query_graph.streaming import stream_answer
+from server.conversations import RequestConversation
 from server.deps import QueryScope, ServiceDep, SettingsDep
 from server.observe import observe_reply
 from server.routes.query import check_question
@@ -41,9 +43,19 @@ async def query_stream(
     started = time.perf_counter()
     check_question(body.question, settings)
     kwargs = answer_kwargs(service, body.variants)
+    conversation = RequestConversation(request, body.conversation_id)
+    history = await run_in_threadpool(conversation.load)  # 404 for an id this token has no conversation under
     release = open_stream(request)  # 429 past the stream caps
     try:
-        events = stream_answer(service, body.question, kwargs.get("variants"), top_k=body.top_k, language=body.language)
+        events = stream_answer(
+            service,
+            body.question,
+            kwargs.get("variants"),
+            top_k=body.top_k,
+            language=body.language,
+            history=history,
+            on_reply=lambda reply: conversation.record(body.question, reply),
+        )
         first = await first_event(events)
     except BaseException:
         release()

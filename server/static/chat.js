@@ -81,8 +81,28 @@ async function rate(rating) {
   }
 }
 
+// The conversation: each reply's conversation_id continues it; "New conversation" starts over.
+let conversationId = null;
+function addTurn(question, final) {
+  conversationId = final.conversation_id || conversationId;
+  const item = Ragline.el("li", {}, question);
+  if (final.standalone_question && final.standalone_question !== question)
+    item.append(Ragline.el("div", { class: "muted" }, `answered as: ${final.standalone_question}`));
+  item.append(Ragline.el("div", { class: "muted" }, final.status.replace("_", " ")));
+  $("thread").append(item);
+  $("thread-card").hidden = false;
+}
+
+function newConversation() {
+  conversationId = null;
+  $("thread").textContent = "";
+  $("thread-card").hidden = true;
+  $("result").hidden = true;
+}
+
 function reset() {
   showFeedback(null);
+  $("standalone").textContent = "";
   $("result").hidden = false;
   ["answer", "citations", "timings", "transcript", "cache"].forEach((id) => ($(id).textContent = ""));
   $("passage").hidden = true;
@@ -102,6 +122,8 @@ function showFinal(final) {
   });
   $("timings").append(Ragline.timingBar(final.timings_ms));
   showFeedback(final.reply_id);
+  if (final.standalone_question && final.standalone_question !== $("question").value.trim())
+    $("standalone").textContent = `Answered as: ${final.standalone_question}`;
 }
 
 function showError(message) {
@@ -120,7 +142,7 @@ async function ask() {
     const response = await fetch("/v1/query/stream", {
       method: "POST",
       headers: Ragline.headers({ "Content-Type": "application/json" }),
-      body: JSON.stringify({ question }),
+      body: JSON.stringify(conversationId ? { question, conversation_id: conversationId } : { question }),
     });
     if (!response.ok) {
       const data = await response.json().catch(() => ({}));
@@ -141,7 +163,10 @@ async function ask() {
         if (!data) continue;
         const event = JSON.parse(data);
         if (event.type === "sentence") $("answer").append(sentenceNode(event.text));
-        else if (event.type === "final") showFinal(event);
+        else if (event.type === "final") {
+          showFinal(event);
+          addTurn(question, event);
+        }
         else if (event.type === "error") showError(event.error.message);
       }
     }
@@ -198,6 +223,7 @@ async function toggleMic() {
 
 $("ask").addEventListener("click", ask);
 $("mic").addEventListener("click", toggleMic);
+$("new-conversation").addEventListener("click", newConversation);
 $("rate-up").addEventListener("click", () => rate("up"));
 $("rate-down").addEventListener("click", () => rate("down"));
 $("question").addEventListener("keydown", (e) => {

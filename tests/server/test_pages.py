@@ -137,6 +137,30 @@ def test_a_reader_rates_an_answer_in_the_browser(
     wait.until(lambda b: b.find_element(By.ID, "rate-up").is_enabled())
 
 
+def test_a_follow_up_in_the_chat_page_continues_the_conversation(live_url: str, browser: webdriver.Chrome) -> None:
+    wait = WebDriverWait(browser, 60)
+    browser.get(live_url + "/")
+    browser.find_element(By.ID, "token").send_keys("test-token", Keys.TAB)
+    question = browser.find_element(By.ID, "question")
+    question.send_keys(f"How long does harbor keep build logs? ({uuid.uuid4().hex[:6]})")
+    browser.find_element(By.ID, "ask").click()
+    wait.until(ec.text_to_be_present_in_element((By.ID, "answer"), "14 days"))
+    question.clear()
+    question.send_keys("Which key changes that?")
+    browser.find_element(By.ID, "ask").click()
+    wait.until(ec.text_to_be_present_in_element((By.ID, "answer"), "retention_days"))
+    assert "build logs" in browser.find_element(By.ID, "standalone").text  # "Answered as: ..."
+    turns = browser.find_elements(By.CSS_SELECTOR, "#thread li")
+    assert len(turns) == 2 and "answered as" in turns[1].text
+    browser.find_element(By.ID, "new-conversation").click()
+    assert not browser.find_elements(By.CSS_SELECTOR, "#thread li")
+    question.clear()
+    question.send_keys("Which key changes that?")  # now alone: nothing to lean on
+    browser.find_element(By.ID, "ask").click()
+    wait.until(ec.presence_of_element_located((By.CSS_SELECTOR, "#thread li")))
+    assert browser.find_element(By.ID, "standalone").text == ""
+
+
 def test_inline_code_in_an_answer_is_shown_as_code(live_url: str, browser: webdriver.Chrome) -> None:
     """The chat page's own rendering of one sentence (a quote keeps the ticks of a span holding * or _)."""
     browser.get(live_url + "/")
