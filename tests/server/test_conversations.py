@@ -10,7 +10,10 @@ import psycopg
 from fastapi.testclient import TestClient
 
 from pipelines.text.followups import Turn, is_follow_up, standalone_by_rules
-from tests.server.conftest import ROOT, ServerEnv, fresh_question
+from tests.llm_loopback import loopback_llm
+from tests.server.conftest import ROOT, AppFactory, ServerEnv, fresh_question
+
+LOGS = "How long does harbor keep build logs?"
 
 
 def test_follow_ups_are_detected_and_carry_the_previous_subject() -> None:
@@ -85,3 +88,29 @@ def test_the_openai_route_reads_earlier_messages_as_the_conversation(client: Tes
     reply = client.post("/v1/chat/completions", json={"model": "ragline", "messages": messages}, headers=ROOT)
     assert reply.status_code == 200, reply.text
     assert "retention_days" in reply.json()["choices"][0]["message"]["content"]
+
+
+def test_the_llm_rewrite_reads_the_turns_and_falls_back_to_the_rules(
+    make_client: AppFactory, server_env: ServerEnv
+) -> None:
+    with loopback_llm() as llm:
+        overrides = {"llm_model": "openai/loopback", "llm_api_base": llm.api_base, "llm_retries": 0}
+        with make_client(rate_limit_per_second=0.0, **overrides) as client:
+            first = client.post("/v1/query", json={"question": fresh_question(LOGS)}, headers=ROOT).json()
+            body = {
+                "question": "Which key changes that?",
+                "conversation_id": first["conversation_id"],
+                "variants": {"follow_up_rewrite": "llm"},
+            }
+            rewritten = client.post("/v1/query", json=body, headers=ROOT).json()
+            assert (
+                rewritten["standalone_question"]
+                == f"Which key changes that, asked after: {first['standalone_question'].rstrip('?')}?"
+            )
+            sent = llm.bodies[-1]["messages"]
+            assert sent[0]["role"] == "system" and sent[1]["content"] == first["standalone_question"]
+            assert sent[2]["role"] == "assistant" and "14 days" in sent[2]["content"]
+            assert rewritten["variants"]["follow_up_rewrite"] == "llm"
+            llm.script = ["fail"]
+            fallback = client.post("/v1/query", json=body, headers=ROOT).json()
+            assert fallback["standalone_question"].startswith("Which key changes that? (")  # the rules' form
