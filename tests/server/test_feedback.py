@@ -8,6 +8,7 @@ import uuid
 from pathlib import Path
 
 import psycopg
+import pytest
 from fastapi.testclient import TestClient
 
 from ragline.cli.feedback import candidate
@@ -91,3 +92,27 @@ def test_export_writes_down_rated_and_unanswered_questions_as_golden_candidates(
     assert line["feedback"]["comments"] == ["missing the retention setting"]
     assert rows[unanswered["reply_id"]]["feedback"]["reply_status"] == "no_answer"
     assert set(line) >= {"id", "question", "lang", "type", "expected", "pages", "evidence", "facts"}
+
+
+def test_the_export_command_writes_the_candidates_file(
+    client: TestClient, server_env: ServerEnv, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from ragline.cli import main
+
+    unanswered = client.post("/v1/query", json={"question": fresh_question(UNANSWERABLE)}, headers=ROOT).json()
+    assert client.app.state.reply_log.flush(5.0)  # type: ignore[attr-defined]
+    s = server_env.settings
+    for name, value in {
+        "RAGLINE_PROFILE": "services",
+        "RAGLINE_HOME": str(s.home),
+        "RAGLINE_POSTGRES_DSN": str(s.postgres_dsn),
+        "RAGLINE_REDIS_URL": str(s.redis_url),
+        "RAGLINE_POSTGRES_SCHEMA": s.postgres_schema,
+    }.items():
+        monkeypatch.setenv(name, value)
+    out = tmp_path / "candidates.jsonl"
+    assert main(["feedback", "export", "--out", str(out), "--days", "1"]) == 0
+    lines = [json.loads(line) for line in out.read_text(encoding="utf-8").splitlines()]
+    mine = [line for line in lines if line["id"] == f"fb-{unanswered['reply_id'][:12]}"]
+    assert len(mine) == 1 and mine[0]["question"] == unanswered["standalone_question"]
+    assert mine[0]["feedback"]["reply_status"] == "no_answer"
