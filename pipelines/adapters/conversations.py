@@ -7,18 +7,13 @@ are deleted (once an hour, by the process that writes).
 from __future__ import annotations
 
 import re
-import threading
 import time
 import uuid
-from collections.abc import Iterator
-from contextlib import contextmanager
 from typing import Any
 
 import psycopg
-from psycopg.rows import dict_row
-from psycopg_pool import ConnectionPool
 
-from pipelines.ports import StoreUnavailable
+from pipelines.adapters.postgres_pool import PostgresPool
 from pipelines.text.followups import Turn
 
 
@@ -31,34 +26,9 @@ class ConversationStore:
         if not re.fullmatch(r"[a-z_][a-z0-9_]*", schema):
             raise ValueError(f"invalid schema name {schema!r}")
         self.dsn, self.schema, self.retention_days = dsn, schema, retention_days
-        self._pool: ConnectionPool[psycopg.Connection[dict[str, Any]]] | None = None
-        self._lock = threading.Lock()
-        self._ensured = False
+        self.pool = PostgresPool(dsn, f"conversation store ({schema})", self._ensure)
+        self._connect = self.pool.connection
         self._pruned_at = 0.0
-
-    @contextmanager
-    def _connect(self) -> Iterator[psycopg.Connection[dict[str, Any]]]:
-        with self._lock:
-            if self._pool is None:
-                self._pool = ConnectionPool(
-                    self.dsn,
-                    min_size=0,
-                    max_size=4,
-                    timeout=5.0,
-                    kwargs={"row_factory": dict_row, "connect_timeout": 5, "autocommit": False},
-                    check=ConnectionPool.check_connection,
-                    name=f"ragline-conversations-{self.schema}",
-                    open=False,
-                )
-                self._pool.open(wait=False)
-            pool = self._pool
-        try:
-            with pool.connection() as conn:
-                if not self._ensured:
-                    self._ensure(conn)
-                yield conn
-        except psycopg.OperationalError as exc:
-            raise StoreUnavailable(f"conversation store unreachable: {exc}") from exc
 
     def _ensure(self, conn: psycopg.Connection[dict[str, Any]]) -> None:
         s = self.schema
@@ -83,7 +53,6 @@ class ConversationStore:
                 f"CREATE INDEX IF NOT EXISTS conversation_turns_created_at ON {s}.conversation_turns (created_at)"
             )
         conn.commit()
-        self._ensured = True
 
     @staticmethod
     def new_id() -> str:
@@ -114,26 +83,16 @@ class ConversationStore:
     ) -> int:
         """Add the next turn (numbered from 1); the number it got. Two turns racing for one number: the later
         one takes the next."""
+        values = (conversation_id, token_digest, question, standalone_question, answer, status, reply_id)
         for attempt in range(3):
             try:
-                return self._append(
-                    conversation_id, token_digest, question, standalone_question, answer, status, reply_id
-                )
+                return self._insert_turn(values)
             except psycopg.errors.UniqueViolation:
                 if attempt == 2:
                     raise
         raise AssertionError("unreachable")
 
-    def _append(
-        self,
-        conversation_id: str,
-        token_digest: str,
-        question: str,
-        standalone_question: str,
-        answer: str,
-        status: str,
-        reply_id: str | None,
-    ) -> int:
+    def _insert_turn(self, values: tuple[str | None, ...]) -> int:
         with self._connect() as conn:
             row = conn.execute(
                 f"""INSERT INTO {self.schema}.conversation_turns (conversation_id, turn, token_digest, question,
@@ -141,16 +100,7 @@ class ConversationStore:
                     SELECT %s, coalesce(max(turn), 0) + 1, %s, %s, %s, %s, %s, %s
                     FROM {self.schema}.conversation_turns WHERE conversation_id = %s
                     RETURNING turn""",
-                (
-                    conversation_id,
-                    token_digest,
-                    question,
-                    standalone_question,
-                    answer,
-                    status,
-                    reply_id,
-                    conversation_id,
-                ),
+                (*values, values[0]),
             ).fetchone()
             if time.monotonic() - self._pruned_at > 3600:
                 conn.execute(
@@ -163,7 +113,4 @@ class ConversationStore:
         return int(row["turn"])
 
     def close(self) -> None:
-        with self._lock:
-            pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.close()
+        self.pool.close()

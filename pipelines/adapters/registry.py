@@ -8,18 +8,13 @@ from __future__ import annotations
 
 import datetime as dt
 import re
-import threading
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass, field, replace
 from typing import Any
 
 import psycopg
-from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
-from psycopg_pool import ConnectionPool
 
-from pipelines.ports import StoreUnavailable
+from pipelines.adapters.postgres_pool import PostgresPool
 
 # `deleted`: beyond the retention count; the shard or collection is dropped, the row stays as history.
 STATES = ("building", "checked", "active", "retired", "failed", "deleted")
@@ -114,52 +109,18 @@ class Registry:
     ) -> None:
         if not re.fullmatch(r"[a-z_][a-z0-9_]*", schema):
             raise ValueError(f"invalid registry schema name {schema!r}")
-        if not 0 <= pool_min <= pool_max or pool_max < 1:
-            raise ValueError(f"the registry pool needs 0 <= pool_min <= pool_max, >= 1; got {pool_min}, {pool_max}")
         self.dsn, self.schema = dsn, schema
-        self.pool_min, self.pool_max, self.pool_timeout = pool_min, pool_max, pool_timeout
-        self._ensured = False
-        self._pool: ConnectionPool[psycopg.Connection[dict[str, Any]]] | None = None
-        self._pool_lock = threading.Lock()
-
-    def _opened_pool(self) -> ConnectionPool[psycopg.Connection[dict[str, Any]]]:
-        with self._pool_lock:
-            if self._pool is None:
-                pool: ConnectionPool[psycopg.Connection[dict[str, Any]]] = ConnectionPool(
-                    self.dsn,
-                    min_size=self.pool_min,
-                    max_size=self.pool_max,
-                    timeout=self.pool_timeout,
-                    kwargs={"row_factory": dict_row, "connect_timeout": 5, "autocommit": False},
-                    check=ConnectionPool.check_connection,
-                    name=f"ragline-registry-{self.schema}",
-                    open=False,
-                )
-                pool.open(wait=False)
-                self._pool = pool
-            return self._pool
-
-    @contextmanager
-    def _connect(self) -> Iterator[psycopg.Connection[dict[str, Any]]]:
-        """A pooled connection for the block: committed after it, rolled back if it raised, then returned."""
-        try:
-            with self._opened_pool().connection() as conn:
-                if not self._ensured:
-                    self._ensure(conn)
-                yield conn
-        except psycopg.OperationalError as exc:  # PoolTimeout is one: no connection came within pool_timeout
-            raise StoreUnavailable(f"index registry unreachable: {exc}") from exc
+        self.pool = PostgresPool(
+            dsn, f"index registry ({schema})", self._ensure, min_size=pool_min, max_size=pool_max, timeout=pool_timeout
+        )
+        self._connect = self.pool.connection
 
     def pool_stats(self) -> dict[str, int]:
-        """psycopg_pool's counters (`pool_size`, `pool_available`, `requests_waiting`, ...); empty before first use."""
-        return {} if self._pool is None else dict(self._pool.get_stats())
+        return self.pool.stats()
 
     def close(self) -> None:
         """Close the pool's connections; the next call opens a new pool."""
-        with self._pool_lock:
-            pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.close()
+        self.pool.close()
 
     def _ensure(self, conn: psycopg.Connection[dict[str, Any]]) -> None:
         s = self.schema
@@ -205,7 +166,6 @@ class Registry:
                 f"ON {s}.index_versions ((true)) WHERE state = 'active'"
             )
         conn.commit()
-        self._ensured = True
 
     def record(self, entry: IndexVersion) -> None:
         """Insert or replace a version (a rebuild of the same content starts over as `building`); a location

@@ -13,18 +13,14 @@ import queue
 import re
 import threading
 import time
-from collections.abc import Iterator
-from contextlib import contextmanager
 from dataclasses import dataclass
 from typing import Any
 
 import psycopg
 import structlog
-from psycopg.rows import dict_row
 from psycopg.types.json import Jsonb
-from psycopg_pool import ConnectionPool
 
-from pipelines.ports import StoreUnavailable
+from pipelines.adapters.postgres_pool import PostgresPool
 
 log = structlog.get_logger(__name__)
 
@@ -69,39 +65,13 @@ class ReplyLog:
             raise ValueError(f"invalid schema name {schema!r}")
         self.dsn, self.schema, self.retention_days = dsn, schema, retention_days
         self._queue: queue.Queue[ReplyRecord | None] = queue.Queue(maxsize=queue_size)
-        self._pool: ConnectionPool[psycopg.Connection[dict[str, Any]]] | None = None
+        self.pool = PostgresPool(dsn, f"reply log ({schema})", self._ensure)
+        self._connect = self.pool.connection
         self._lock = threading.Lock()
         self._writer: threading.Thread | None = None
-        self._ensured = False
         self.dropped = 0
         self._pending = 0
         self._idle = threading.Condition()
-
-    # -- connections ---------------------------------------------------------------------------------------
-
-    @contextmanager
-    def _connect(self) -> Iterator[psycopg.Connection[dict[str, Any]]]:
-        with self._lock:
-            if self._pool is None:
-                self._pool = ConnectionPool(
-                    self.dsn,
-                    min_size=0,
-                    max_size=4,
-                    timeout=5.0,
-                    kwargs={"row_factory": dict_row, "connect_timeout": 5, "autocommit": False},
-                    check=ConnectionPool.check_connection,
-                    name=f"ragline-replies-{self.schema}",
-                    open=False,
-                )
-                self._pool.open(wait=False)
-            pool = self._pool
-        try:
-            with pool.connection() as conn:
-                if not self._ensured:
-                    self._ensure(conn)
-                yield conn
-        except psycopg.OperationalError as exc:
-            raise StoreUnavailable(f"reply log unreachable: {exc}") from exc
 
     def _ensure(self, conn: psycopg.Connection[dict[str, Any]]) -> None:
         s = self.schema
@@ -138,7 +108,6 @@ class ReplyLog:
                 )"""
             )
         conn.commit()
-        self._ensured = True
 
     # -- replies ---------------------------------------------------------------------------------------------
 
@@ -308,7 +277,4 @@ class ReplyLog:
             self._queue.put(None)
             self._writer.join(timeout=10)
             self._writer = None
-        with self._lock:
-            pool, self._pool = self._pool, None
-        if pool is not None:
-            pool.close()
+        self.pool.close()

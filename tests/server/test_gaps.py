@@ -36,14 +36,16 @@ def test_gaps_group_unanswered_and_down_rated_questions(make_client: AppFactory,
 
         report = client.get("/v1/admin/gaps?hours=1", headers=ROOT)
         assert report.status_code == 200, report.text
-        groups = [g for g in report.json()["groups"] if tag in g["question"]]
+        # Other tests' questions in the same window may join these groups: a group is ours if a wording is.
+        groups = [g for g in report.json()["groups"] if any(tag in q for q in [g["question"], *g["other_wordings"]])]
         garbage = [g for g in groups if "garbage collector" in g["question"]]
-        assert len(garbage) == 1 and garbage[0]["count"] == 2 and garbage[0]["reasons"] == {"no_answer": 2}
+        assert len(garbage) == 1 and garbage[0]["count"] == 2 and garbage[0]["reasons"] == {"no_answer": 2}, garbage
         assert garbage[0]["other_wordings"] and tag in garbage[0]["other_wordings"][0]
         port = [g for g in groups if "dashboard" in g["question"]]
         assert len(port) == 1 and port[0]["reasons"]["rated_down"] == 1 and port[0]["pages"]
         assert any("swallow" in g["question"] for g in groups)
-        assert groups[0]["count"] == 2  # largest first
+        counts = [g["count"] for g in report.json()["groups"]]
+        assert counts == sorted(counts, reverse=True)  # largest first
 
         reader = server_env.headers(server_env.query_token)
         assert client.get("/v1/admin/gaps", headers=reader).status_code == 403
