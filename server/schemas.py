@@ -141,6 +141,10 @@ ERROR_RESPONSES: dict[int | str, dict[str, Any]] = {
     503: {"model": ErrorReply, "description": "A store is unavailable or no index is active."},
     504: {"model": ErrorReply, "description": "The work ran past RAGLINE_REQUEST_TIMEOUT_SECONDS (`request_timeout`)."},
 }
+# The question routes answer 404 for a conversation_id this token has no conversation under.
+CONVERSATION_NOT_FOUND: dict[int | str, dict[str, Any]] = {
+    404: {"model": ErrorReply, "description": "`unknown_conversation`: no conversation of this token has this id."},
+}
 # Routes that name a thing in their path (a chunk, a build, a version, a model) answer 404 when it does not exist.
 NOT_FOUND: dict[int | str, dict[str, Any]] = {
     404: {"model": ErrorReply, "description": "No such thing (`not_found`) under the name in the path."},

@@ -16,7 +16,7 @@ from server.deps import QueryScope
 from server.errors import ApiError
 from server.observe import observe_reply
 from server.responses import FastJSONResponse
-from server.schemas import ERROR_RESPONSES, QueryReply, QueryRequest
+from server.schemas import CONVERSATION_NOT_FOUND, ERROR_RESPONSES, QueryReply, QueryRequest
 from server.variants import answer_kwargs
 
 router = APIRouter(prefix="/v1", tags=["query"], dependencies=[QueryScope])
@@ -39,7 +39,7 @@ def check_question(question: str, settings: Settings) -> None:
         )
 
 
-@router.post("/query", response_model=QueryReply, responses=ERROR_RESPONSES)
+@router.post("/query", response_model=QueryReply, responses={**ERROR_RESPONSES, **CONVERSATION_NOT_FOUND})
 async def query(body: QueryRequest, request: Request) -> FastJSONResponse:
     """Answer a question with cited sentences, or say the documents do not cover it."""
     # The service and settings are read from the app state rather than through `ServiceDep` and

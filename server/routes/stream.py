@@ -13,7 +13,7 @@ from server.conversations import RequestConversation
 from server.deps import QueryScope, ServiceDep, SettingsDep
 from server.observe import observe_reply
 from server.routes.query import check_question
-from server.schemas import ERROR_RESPONSES, QueryRequest
+from server.schemas import CONVERSATION_NOT_FOUND, ERROR_RESPONSES, QueryRequest
 from server.streaming import HeldStream, event_stream, first_event, open_stream
 from server.variants import answer_kwargs
 
@@ -32,6 +32,7 @@ STREAM_DOC = {
         "(status, citations, timings, cache, index) or one `error` event.",
     },
     **ERROR_RESPONSES,
+    **CONVERSATION_NOT_FOUND,
 }
 
 
