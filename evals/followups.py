@@ -8,7 +8,9 @@ the follow-up as asked (`none`); the follow-up made standalone by each rewrite v
 is a variant's evidence@5 over the standalone questions' (issue 28 asks at least 0.90).
 
     ragline eval followups --source evals/corpora/coverage/docs --set evals/golden/followups_coverage.jsonl \\
-        --out followups.json
+        --out followups.json [--llm]
+
+`--llm` adds the `llm` variant, asking the model of `RAGLINE_LLM_*` (the query graph's node function itself).
 """
 
 from __future__ import annotations
@@ -22,8 +24,10 @@ from typing import Any
 from evals.golden import evidence_at
 from evals.retrieval import DEPTH
 from evals.studies.search_modes import SearchSetup, run_mode
+from pipelines.adapters.llm_harness import LLMHarness
 from pipelines.ports import Embedder
 from pipelines.text.followups import Turn, is_follow_up, standalone_by_rules
+from query_graph.nodes.conversation import standalone_question__llm
 
 Rewrite = Callable[[str, Sequence[Turn]], str]
 
@@ -60,8 +64,12 @@ def load_conversations(path: Path) -> list[Conversation]:
     return out
 
 
-def rewrites() -> dict[str, Rewrite]:
-    return {"none": lambda question, history: question, "rules": standalone_by_rules}
+def rewrites(harness: LLMHarness | None = None) -> dict[str, Rewrite]:
+    """`none` and `rules`, and `llm` (the query graph's node function with this harness) when one is given."""
+    chosen: dict[str, Rewrite] = {"none": lambda question, history: question, "rules": standalone_by_rules}
+    if harness is not None:
+        chosen["llm"] = lambda question, history: standalone_question__llm(question, harness, list(history))
+    return chosen
 
 
 def evaluate_followups(

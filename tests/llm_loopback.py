@@ -45,8 +45,9 @@ def _reply(kind: str, *sentences: tuple[str, list[int]]) -> str:
 def answer_for(messages: list[dict[str, str]], mode: str) -> str:
     prompt = messages[-1]["content"]
     if messages[0]["role"] == "system" and messages[0]["content"].startswith("Rewrite the user's last question"):
-        first = next(m["content"] for m in messages if m["role"] == "user")  # a follow-up made standalone
-        return f"{prompt.rstrip('?')}, asked after: {first.rstrip('?')}?"
+        first = prompt.split("Q: ", 1)[1].split("\n", 1)[0]  # a follow-up made standalone
+        last = prompt.split("Last question: ", 1)[1].split("\n", 1)[0]
+        return f"{last.rstrip('?')}, asked after: {first.rstrip('?')}?"
     if "Answer with one word: yes or no" in prompt:  # the verification judge
         passage = prompt.split("Passage:", 1)[1].split("Sentence:", 1)[0]
         sentence = prompt.split("Sentence:", 1)[1].split("Does the passage", 1)[0]

@@ -11,6 +11,7 @@ import structlog
 from hamilton.function_modifiers import config
 
 from pipelines.adapters.llm_harness import GenerationUnavailable, LLMHarness
+from pipelines.text.analysis import analyze
 from pipelines.text.followups import Turn, standalone_by_rules
 
 log = structlog.get_logger(__name__)
@@ -39,19 +40,20 @@ def standalone_question__rules(question: str, conversation_history: list[Turn] |
 def standalone_question__llm(
     question: str, llm_harness: LLMHarness, conversation_history: list[Turn] | None = None
 ) -> str:
-    """The language model's standalone rewrite; the rules' when the model fails or answers with no question."""
+    """The language model's standalone rewrite; the rules' when the model fails or writes no usable question (one
+    that shares no content word with the conversation, or is too long)."""
     if not conversation_history:
         return question
-    messages = [{"role": "system", "content": REWRITE_PROMPT}]
-    for turn in conversation_history[-3:]:
-        messages.append({"role": "user", "content": turn.question})
-        messages.append({"role": "assistant", "content": turn.answer[:600] or "(no answer)"})
-    messages.append({"role": "user", "content": question})
+    lines = [f"Q: {turn.question}\nA: {turn.answer[:600] or '-'}" for turn in conversation_history[-3:]]
+    prompt = "Conversation so far:\n" + "\n".join(lines) + f"\n\nLast question: {question}\n\nStandalone question:"
+    messages = [{"role": "system", "content": REWRITE_PROMPT}, {"role": "user", "content": prompt}]
     try:
         text = llm_harness.complete(messages, max_tokens=96).text.strip().strip('"').strip()
     except GenerationUnavailable as exc:
         log.warning("standalone_question_fallback", reason=str(exc)[:200])
         return standalone_by_rules(question, conversation_history)
-    if not text or len(text) > MAX_REWRITE_CHARS or "\n" in text:
+    said = set(analyze(question + " " + " ".join(t.standalone_question for t in conversation_history)))
+    if not text or len(text) > MAX_REWRITE_CHARS or "\n" in text or not set(analyze(text)) & said:
+        log.info("standalone_question_fallback", reason="no usable question", text=text[:200])
         return standalone_by_rules(question, conversation_history)
     return text

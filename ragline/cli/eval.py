@@ -462,6 +462,7 @@ def cmd_eval_followups(args: argparse.Namespace) -> int:
     from evals.followups import evaluate_followups, load_conversations, rewrites
     from evals.studies.search_modes import SearchSetup
     from pipelines.adapters.embedders import load_embedder
+    from pipelines.adapters.llm_harness import LLMHarness
 
     base = Settings()
     try:
@@ -479,7 +480,8 @@ def cmd_eval_followups(args: argparse.Namespace) -> int:
                 language_route=base.language_route,
                 embedder=embedder,
             )
-            report = evaluate_followups(conversations, embedder, setup, rewrites())
+            harness = LLMHarness.from_settings(base) if args.llm else None
+            report = evaluate_followups(conversations, embedder, setup, rewrites(harness))
     except (ValueError, OSError, RuntimeError) as exc:
         print(f"ragline eval: {exc}", file=sys.stderr)
         return 1
@@ -517,6 +519,7 @@ def register(commands: Any) -> None:
     followups.add_argument("--strategy", help="chunk strategy (default: RAGLINE_CHUNK_STRATEGY)")
     followups.add_argument("--embedding-model", help="embedder (default: RAGLINE_EMBEDDING_MODEL)")
     followups.add_argument("--set", required=True, help="follow-up set (JSONL, evals/golden/followups_*.jsonl)")
+    followups.add_argument("--llm", action="store_true", help="also score the `llm` rewrite (model of RAGLINE_LLM_*)")
     followups.add_argument("--out", required=True)
     followups.set_defaults(func=cmd_eval_followups)
 
