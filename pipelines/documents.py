@@ -26,6 +26,7 @@ class Document:
     fetched_at: str
     title: str = ""
     language: str = "en"
+    access: tuple[str, ...] = ("public",)  # the groups that may read it (pipelines/access.py)
 
 
 @dataclass(frozen=True)
@@ -43,6 +44,8 @@ class Chunk:
     context_text: str | None = None
     token_count: int = 0
     extra: dict[str, Any] = field(default_factory=dict)
+    # Its page's access groups (pipelines/access.py); a chunk indexed before groups existed reads as public.
+    access: list[str] = field(default_factory=lambda: ["public"])
 
     def payload(self) -> dict[str, Any]:
         return asdict(self)

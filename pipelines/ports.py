@@ -8,6 +8,7 @@ from typing import Any, Protocol, runtime_checkable
 
 import numpy as np
 
+from pipelines.access import Access
 from pipelines.documents import Chunk
 from pipelines.text.analysis import SparseVector
 
@@ -47,7 +48,13 @@ class Embedder(Protocol):
 
 @runtime_checkable
 class VectorIndex(Protocol):
-    """One built index version: dense and BM25 sparse vectors of every chunk, with payload."""
+    """One built index version: dense and BM25 sparse vectors of every chunk, with payload. `restricted(access)`
+    is one caller's view: every method of it sees only the chunks of the caller's access groups (filtered in
+    the store's query), and `access_key` names that group set (`*`: the whole index)."""
+
+    access_key: str
+
+    def restricted(self, access: Access) -> VectorIndex: ...
 
     def dense_search(
         self, vector: np.ndarray, limit: int, strategy: str | None = None, language: str | None = None

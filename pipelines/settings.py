@@ -48,10 +48,33 @@ class Settings(BaseSettings):
         description="Glob patterns of documents to index (default: every format ragline reads, READ_FORMATS).",
     )
     exclude: list[str] = Field(default_factory=list, description="Glob patterns of documents to skip.")
+    access_default: list[str] = Field(
+        default_factory=lambda: ["public"],
+        description=(
+            "Access groups of a page no rule and no front matter places: `public` (every caller) unless set, "
+            'e.g. `["staff"]` for a source that is internal by default (docs/permissions.md).'
+        ),
+    )
+    access_rules: dict[str, list[str]] = Field(
+        default_factory=dict,
+        description=(
+            "Access groups per folder or glob of the source, first match wins, e.g. "
+            '`{"internal/**": ["staff"]}`; a page\'s front matter `access: [...]` wins over them.'
+        ),
+    )
 
     host: str = Field("127.0.0.1", description="Address the server binds to.")
     port: int = Field(8000, description="Port the server binds to.")
-    token: str | None = Field(None, description="Access token; generated and kept in the data dir when unset.")
+    token: str | None = Field(
+        None,
+        description="Bootstrap admin token (every scope, every access group); generated into the data dir when unset.",
+    )
+    token_cache_seconds: float = Field(
+        2.0,
+        ge=0,
+        description="How long a server process trusts what it read of a token from PostgreSQL: a token created, "
+        "revoked or changed takes effect in every process within this time.",
+    )
 
     postgres_dsn: str | None = Field(None, description="PostgreSQL DSN (services profile; embedded starts its own).")
     postgres_schema: str = Field("ragline", description="Schema that holds the index registry tables.")

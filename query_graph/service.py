@@ -17,6 +17,7 @@ from typing import Any
 
 import structlog
 
+from pipelines.access import EVERYTHING, PUBLIC_ONLY, Access
 from pipelines.adapters.embedders import load_embedder
 from pipelines.adapters.redis_cache import CacheUnavailable
 from pipelines.adapters.registry import IndexVersion
@@ -75,12 +76,14 @@ class QueryService:
             released=stores.released,  # a replaced shard this process closes is dropped
         )
 
-    def active(self) -> tuple[IndexVersion, VectorIndex]:
-        """The active index, or a 503-worthy failure saying why there is none to use."""
+    def active(self, access: Access = EVERYTHING) -> tuple[IndexVersion, VectorIndex]:
+        """The active index as `access` may read it (`visible_index`), or a 503-worthy failure saying why there
+        is none to use."""
         try:
-            return self.indexes.current()
+            version, index = self.indexes.current()
         except (NoActiveIndex, FingerprintMismatch, StoreUnavailable) as exc:
             raise QueryFailed(503, _code(exc), str(exc)) from exc
+        return version, visible_index(version, index, access)
 
     def warm(self) -> None:
         """Build at start-up what the first question would otherwise wait for: the active index's BM25
@@ -120,19 +123,22 @@ class QueryService:
         language: str | None = None,
         language_probability: float | None = None,
         history: Sequence[Turn] = (),
+        access: Access = PUBLIC_ONLY,
     ) -> dict[str, Any]:
         """`language` (ISO code) is the language the question was spoken in, with the transcriber's
         `language_probability`: the language gate judges it instead of the words when it is sure enough
         (pipelines/guardrails/screen.py `question_language`). `history`: the conversation's earlier turns,
         oldest first; the question is then made standalone first (node `standalone_question`) and the rest
-        of the graph answers that. The reply's `standalone_question` says what was answered."""
+        of the graph answers that. The reply's `standalone_question` says what was answered. `access`: the
+        caller's groups; retrieval, caches, topic gate and coverage see only the pages they may read (public
+        ones unless told: a caller that forgets to say gets less, never more)."""
         started = time.perf_counter()
         with _request_timings(started) as timings, deadline_in(self.settings.request_timeout_seconds):
             chosen, graph = self._graph_for(variants)
-            version, index = self.active()
+            version, index = self.active(access)
             spoken = SpokenLanguage(language, language_probability) if language else None
             try:
-                inputs = self.graph_inputs(question, top_k, chosen, version, index, spoken)
+                inputs = self.graph_inputs(question, top_k, chosen, version, index, spoken, access)
                 standalone = self._standalone(graph, inputs, history)
                 inputs["question"] = standalone
                 front = self.front.run(inputs, overrides)  # stops at a refusal, clarify, hit or gate
@@ -173,17 +179,19 @@ class QueryService:
         top_k: int | None = None,
         variants: dict[str, str] | None = None,
         language: str | None = None,
+        access: Access = PUBLIC_ONLY,
     ) -> dict[str, Any]:
         """Ranked passages for a search box: the guardrail stage, then the query graph's retrieval (the
         request's variants: fusion, feedback, bridge hop, rerank) up to its top_k, and nothing after it:
-        no cache, topic gate, CRAG, generation or verification. A refused query gets no passages."""
+        no cache, topic gate, CRAG, generation or verification. A refused query gets no passages. Only the
+        pages `access` may read are searched."""
         started = time.perf_counter()
         with _request_timings(started) as timings, deadline_in(self.settings.request_timeout_seconds):
             chosen, graph = self._graph_for(variants)
-            version, index = self.active()
+            version, index = self.active(access)
             spoken = SpokenLanguage(language, None) if language else None
             try:
-                inputs = self.graph_inputs(question, top_k, chosen, version, index, spoken)
+                inputs = self.graph_inputs(question, top_k, chosen, version, index, spoken, access)
                 screened = self.front.screen(inputs)
                 verdict = screened["guardrail_verdict"]
                 out = None
@@ -233,8 +241,10 @@ class QueryService:
         version: IndexVersion,
         index: VectorIndex,
         spoken_language: SpokenLanguage | None = None,
+        access: Access = EVERYTHING,
     ) -> dict[str, Any]:
-        """The inputs of the query graph for one question (front and answer phase alike)."""
+        """The inputs of the query graph for one question (front and answer phase alike); `index` is the
+        caller's view of the active index (`active(access)`), `access` keeps its cache entries apart."""
         s, k = self.settings, top_k or self.settings.top_k
         inputs: dict[str, Any] = {
             "question": question,
@@ -256,6 +266,7 @@ class QueryService:
             "answer_max_tokens": s.answer_max_tokens,
             "cache_prefix": s.cache_prefix,
             "spoken_language": spoken_language,
+            "access_key": access.key,
         }
         inputs.update(self.back.inputs(chosen, k))
         inputs.update(self.front.inputs(version, index))
@@ -268,6 +279,14 @@ class QueryService:
             )
         except CacheUnavailable as exc:
             log.warning("cache_store_failed", error=str(exc))
+
+
+def visible_index(version: IndexVersion, index: VectorIndex, access: Access) -> VectorIndex:
+    """The index as a caller of `access` may read it: filtered by its groups in every store query. A version
+    built before access groups existed (no `access` in its chunk settings) holds public pages only."""
+    if access.unrestricted or "access" not in version.chunk_settings:
+        return index
+    return index.restricted(access)
 
 
 def search_passage(candidate: Candidate, rank: int, question: str, words: Analyzer) -> dict[str, Any]:

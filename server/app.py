@@ -11,6 +11,7 @@ from fastapi import FastAPI
 from pipelines.adapters.conversations import ConversationStore
 from pipelines.adapters.reply_log import ReplyLog
 from pipelines.adapters.speech import Transcriber
+from pipelines.adapters.token_table import TokenTable
 from pipelines.adapters.tracing import RequestTracer
 from pipelines.profiles import Stores, open_stores
 from pipelines.settings import Settings
@@ -20,7 +21,7 @@ from server.builds import BuildLauncher, BuildTracker, dagster_graphql_launcher
 from server.errors import install_error_handlers
 from server.limits import MULTIPART_SLACK, BodyLimitMiddleware
 from server.metrics import Metrics, MetricsMiddleware
-from server.routes import admin, feedback, health, pages, passages, query, search, stream, voice
+from server.routes import admin, feedback, health, pages, passages, query, search, stream, tokens, voice
 from server.tokens import RateLimiter, StreamSlots, TokenStore
 
 
@@ -38,6 +39,8 @@ def create_app(
         registry = app.state.stores.registry
         app.state.reply_log = ReplyLog(registry.dsn, registry.schema, settings.reply_retention_days)
         app.state.conversations = ConversationStore(registry.dsn, registry.schema, settings.reply_retention_days)
+        app.state.token_table = TokenTable(registry.dsn, registry.schema)
+        app.state.tokens.attach(app.state.token_table)
         app.state.service = QueryService(settings, app.state.stores)
         app.state.query_threads = query.query_threads()  # threads start on first use
         _refuse_mismatched_index(app.state.service)
@@ -55,6 +58,7 @@ def create_app(
             app.state.query_threads.shutdown(wait=False)
             app.state.reply_log.close()  # writes what is queued
             app.state.conversations.close()
+            app.state.token_table.close()
             _close_active_index(app.state.service)
             if app.state.tracer is not None:
                 app.state.tracer.shutdown()
@@ -108,6 +112,7 @@ def create_app(
     app.include_router(pages.router)
     app.mount("/static", pages.static_files(), name="static")
     app.include_router(admin.router)
+    app.include_router(tokens.router)
     return app
 
 

@@ -17,13 +17,15 @@ from typing import Annotated, Any
 from fastapi import Depends, Request
 from fastapi.security import HTTPAuthorizationCredentials, HTTPBearer
 
+from pipelines.access import Access
+from pipelines.ports import StoreUnavailable
 from pipelines.settings import Settings
 from query_graph.service import QueryService
 from server.errors import ApiError
 from server.tokens import Principal, RateLimiter, TokenStore
 
 _bearer = HTTPBearer(
-    auto_error=False, description="The access token printed by `ragline serve`, or one of tokens.json."
+    auto_error=False, description="The access token printed by `ragline serve`, or one made by `ragline tokens create`."
 )
 _CHALLENGE = {"WWW-Authenticate": "Bearer"}
 
@@ -53,20 +55,31 @@ def authenticate(request: Request, credentials: HTTPAuthorizationCredentials | N
     if credentials is None:
         raise ApiError(401, "unauthorized", "missing bearer token: send 'Authorization: Bearer <token>'", _CHALLENGE)
     tokens: TokenStore = request.app.state.tokens
-    principal = tokens.identify(credentials.credentials)
+    try:
+        principal = tokens.identify(credentials.credentials)
+    except StoreUnavailable as exc:  # never let a token in unchecked
+        raise ApiError(503, "token_store_unavailable", f"access tokens cannot be checked: {exc}") from exc
     if principal is None:
-        raise ApiError(401, "unauthorized", "the bearer token is not valid", _CHALLENGE)
+        raise ApiError(401, "unauthorized", "the bearer token is not valid (unknown, revoked or expired)", _CHALLENGE)
     limiter: RateLimiter = request.app.state.rate_limiter
-    wait = limiter.take(principal.digest, time.monotonic())
+    rate = limiter.rate if principal.rate_per_second is None else principal.rate_per_second
+    burst = limiter.burst if principal.burst is None else principal.burst
+    wait = limiter.take(principal.digest, time.monotonic(), rate, burst)
     if wait > 0:
         raise ApiError(
             429,
             "rate_limited",
-            f"too many requests for this token (limit {limiter.rate:g}/s, burst {limiter.burst}); retry in {wait:.2f} s",
+            f"too many requests for this token (limit {rate:g}/s, burst {burst}); retry in {wait:.2f} s",
             {"Retry-After": str(max(1, math.ceil(wait)))},
         )
     request.state.principal = principal
     return principal
+
+
+def caller_access(request: Request) -> Access:
+    """The access groups of the request's token (set by `authenticate`): what retrieval may show it."""
+    principal: Principal = request.state.principal
+    return principal.access
 
 
 def authorize(request: Request, credentials: HTTPAuthorizationCredentials | None, scope: str) -> Principal:
@@ -94,5 +107,6 @@ ServiceDep = Annotated[QueryService, Depends(get_service)]
 SettingsDep = Annotated[Settings, Depends(get_settings)]
 QueryScope = Depends(require_scope("query"))
 AdminScope = Depends(require_scope("admin"))
+FeedbackScope = Depends(require_scope("feedback"))
 # The foundation's name for "any valid token with the query scope".
 Authorized = QueryScope

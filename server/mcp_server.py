@@ -14,6 +14,7 @@ from __future__ import annotations
 import json
 from collections.abc import Callable
 from contextlib import AbstractAsyncContextManager
+from contextvars import ContextVar
 from typing import Annotated, Any, Literal
 
 import anyio.to_thread
@@ -28,6 +29,7 @@ from pydantic import BaseModel, Field
 from starlette.routing import Route
 from starlette.types import ASGIApp, Receive, Scope, Send
 
+from pipelines.access import PUBLIC_ONLY, Access
 from pipelines.settings import Settings
 from query_graph.service import QueryFailed, QueryService
 from server.cited_text import cited_answer
@@ -73,8 +75,18 @@ class AskDocsResult(BaseModel):
     citations: list[DocCitation]
 
 
-def build_mcp(service: Callable[[], QueryService], settings: Callable[[], Settings]) -> MCPServer:
-    """The MCP server over a query service (read when a tool is called: the app's, once it started)."""
+# The access groups of the token of the HTTP request a tool call arrived in (`BearerGate` sets it; the
+# tool runs in a task started within that request's context). Unset: public pages only.
+_caller: ContextVar[Access] = ContextVar("ragline_mcp_caller", default=PUBLIC_ONLY)
+
+
+def build_mcp(
+    service: Callable[[], QueryService],
+    settings: Callable[[], Settings],
+    access: Callable[[], Access] = _caller.get,
+) -> MCPServer:
+    """The MCP server over a query service (read when a tool is called: the app's, once it started); `access`
+    gives the calling token's groups (over HTTP, the request's token; over stdio, the operator's: every group)."""
     mcp: MCPServer = MCPServer(name="ragline", instructions=INSTRUCTIONS, version="0.1.0")
 
     async def run(fn: Callable[[], dict[str, Any]], text: str) -> dict[str, Any]:
@@ -90,7 +102,8 @@ def build_mcp(service: Callable[[], QueryService], settings: Callable[[], Settin
         path, link (source_uri), score and text. No answer is written: read the passages yourself."""
         if not 1 <= top_k <= 50:
             raise ToolError("invalid_request: top_k must be between 1 and 50")
-        reply = await run(lambda: service().search(query, top_k=top_k), query)
+        caller = access()
+        reply = await run(lambda: service().search(query, top_k=top_k, access=caller), query)
         fields = DocPassage.model_fields
         passages = [DocPassage(**{k: p[k] for k in fields}) for p in reply["passages"]]
         found = SearchDocsResult(status=reply["status"], message=reply.get("message"), passages=passages)
@@ -108,7 +121,8 @@ def build_mcp(service: Callable[[], QueryService], settings: Callable[[], Settin
         """An answer to a question from the documentation, every sentence citing its passage as [n], with
         the list of sources (links) at the end; or ragline's statement that the documents do not cover it
         (status no_answer), a clarifying question (clarify) or a refusal (refused)."""
-        reply = await run(lambda: service().answer(question), question)
+        caller = access()
+        reply = await run(lambda: service().answer(question, access=caller), question)
         text, references = cited_answer(reply)
         fields = DocCitation.model_fields
         citations = [DocCitation(**{k: r[k] for k in fields}) for r in references]
@@ -138,10 +152,16 @@ class BearerGate:
             if kind.lower() == "bearer" and token.strip():
                 credentials = HTTPAuthorizationCredentials(scheme="Bearer", credentials=token.strip())
             try:
-                authorize(request, credentials, "query")
+                principal = authorize(request, credentials, "query")
             except ApiError as exc:
                 await error_response(request, exc.status, exc.code, exc.message, exc.headers)(scope, receive, send)
                 return
+            calling = _caller.set(principal.access)
+            try:
+                await self.app(scope, receive, send)
+            finally:
+                _caller.reset(calling)
+            return
         await self.app(scope, receive, send)
 
 

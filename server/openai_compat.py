@@ -29,7 +29,7 @@ from pipelines.text.followups import Turn
 from query_graph.service import QueryFailed
 from query_graph.streaming import stream_answer
 from server.cited_text import Numbering, cited_answer, sources
-from server.deps import QueryScope, ServiceDep, SettingsDep
+from server.deps import QueryScope, ServiceDep, SettingsDep, caller_access
 from server.errors import ApiError, add_error_shape
 from server.observe import observe_reply
 from server.responses import FastJSONResponse
@@ -222,7 +222,7 @@ async def chat_completions(
     if body.stream:
         release = open_stream(request)  # 429 past the stream caps
         try:
-            events = stream_answer(service, question, history=history_of(body))
+            events = stream_answer(service, question, history=history_of(body), access=caller_access(request))
             first = await first_event(events)
         except BaseException:
             release()
@@ -236,7 +236,7 @@ async def chat_completions(
         stream = event_stream(request, events, first, started, metrics.first_sentence.observe, on_final, chunks)
         headers = {"Cache-Control": "no-cache", "X-Accel-Buffering": "no"}
         return HeldStream(stream, release, media_type="text/event-stream", headers=headers)
-    answer = functools.partial(service.answer, question, history=history_of(body))
+    answer = functools.partial(service.answer, question, history=history_of(body), access=caller_access(request))
     loop = asyncio.get_running_loop()
     reply = await loop.run_in_executor(request.app.state.query_threads, contextvars.copy_context().run, answer)
     observe_reply(request, reply, question, route)

@@ -1,37 +1,31 @@
-"""Access tokens with scopes: kept as sha256 digests only, compared in constant time.
+"""Who a presented bearer token is: its scopes, its access groups and its own rate limit, if any.
 
-Two sources: `RAGLINE_TOKEN` (or, when unset, the token generated into the data dir on first use)
-holds every scope; `<data dir>/tokens.json` lists further tokens by digest with their scopes:
-
-    {"tokens": [{"name": "ci", "sha256": "<hex digest>", "scopes": ["query"]}]}
-
-A running server reads the file again when it changes (`ragline token add` and `ragline token revoke` replace
-it), so a revoked token stops working at its next request, in every server process, without a restart.
+Two sources: `RAGLINE_TOKEN` (or, when unset, the token generated into the data dir on first use) is the
+bootstrap admin token: every scope, every access group. Every other token lives in PostgreSQL
+(`pipelines/adapters/token_table.py`: created, listed and revoked by `ragline tokens ...` or
+`/v1/admin/tokens`). A process keeps what it read of a token for `token_cache_seconds`, so a token
+created, revoked or past its expiry takes effect in every server process within that time.
 """
 
 from __future__ import annotations
 
-import hashlib
 import hmac
-import json
 import os
 import secrets
 import threading
+import time
 from collections import OrderedDict
 from dataclasses import dataclass
-from pathlib import Path
+from datetime import UTC, datetime
 
 import structlog
 
+from pipelines.access import EVERYTHING, Access
+from pipelines.adapters.token_table import SCOPES, TokenRecord, TokenTable, token_digest
 from pipelines.settings import Settings
 
-SCOPES = ("query", "admin")
-TOKENS_FILE = "tokens.json"
+__all__ = ["SCOPES", "Principal", "RateLimiter", "StreamSlots", "TokenStore", "load_or_create_token", "token_digest"]
 log = structlog.get_logger(__name__)
-
-
-class TokensFileError(ValueError):
-    """The tokens file is not in the documented shape."""
 
 
 @dataclass(frozen=True)
@@ -39,10 +33,20 @@ class Principal:
     name: str
     digest: str
     scopes: frozenset[str]
+    access: Access = EVERYTHING
+    rate_per_second: float | None = None  # None: the server's per-token limit
+    burst: int | None = None
 
-
-def token_digest(token: str) -> str:
-    return hashlib.sha256(token.encode()).hexdigest()
+    @classmethod
+    def of(cls, record: TokenRecord) -> Principal:
+        return cls(
+            record.name,
+            record.digest,
+            frozenset(record.scopes),
+            Access.of(record.groups),
+            record.rate_per_second,
+            record.burst,
+        )
 
 
 def load_or_create_token(settings: Settings) -> str:
@@ -59,118 +63,63 @@ def load_or_create_token(settings: Settings) -> str:
     return token
 
 
-def read_tokens_file(path: Path) -> list[Principal]:
-    if not path.exists():
-        return []
-    try:
-        entries = json.loads(path.read_text())["tokens"]
-        principals = [Principal(e["name"], e["sha256"].lower(), frozenset(e["scopes"])) for e in entries]
-    except (ValueError, KeyError, TypeError) as exc:
-        raise TokensFileError(f"{path}: expected {{'tokens': [{{'name', 'sha256', 'scopes'}}]}}: {exc}") from exc
-    for p in principals:
-        if len(p.digest) != 64 or not p.scopes <= set(SCOPES):
-            raise TokensFileError(f"{path}: token {p.name!r} needs a sha256 hex digest and scopes among {SCOPES}")
-    return principals
-
-
-def _stored(path: Path) -> list[dict[str, object]]:
-    """The tokens file's entries, read once and checked (a broken file is an error, not an empty list)."""
-    return [{"name": p.name, "sha256": p.digest, "scopes": sorted(p.scopes)} for p in read_tokens_file(path)]
-
-
-def _store(path: Path, entries: list[dict[str, object]]) -> None:
-    """Replace the file in one step, so a server reading it sees the old list or the new one, never half."""
-    tmp = path.with_suffix(".tmp")
-    tmp.write_text(json.dumps({"tokens": entries}, indent=2) + "\n")
-    tmp.chmod(0o600)
-    tmp.replace(path)
-
-
-def issue_token(settings: Settings, name: str, scopes: list[str]) -> str:
-    """Add a token to the tokens file and return it; only its digest is stored, so show it once. Names are
-    unique, so that `revoke_token` removes exactly the token meant."""
-    unknown = set(scopes) - set(SCOPES)
-    if unknown or not scopes:
-        raise ValueError(f"scopes must be among {list(SCOPES)}, got {scopes}")
-    path = settings.data_dir / TOKENS_FILE
-    existing = _stored(path)
-    if any(entry["name"] == name for entry in existing):
-        raise ValueError(f"a token named {name!r} exists; revoke it first or choose another name")
-    token = secrets.token_urlsafe(32)
-    existing.append({"name": name, "sha256": token_digest(token), "scopes": sorted(set(scopes))})
-    _store(path, existing)
-    return token
-
-
-def revoke_token(settings: Settings, name: str) -> int:
-    """Remove the tokens named `name` from the tokens file; the number removed (a ValueError when none is)."""
-    path = settings.data_dir / TOKENS_FILE
-    existing = _stored(path)
-    kept = [entry for entry in existing if entry["name"] != name]
-    if len(kept) == len(existing):
-        names = sorted({str(entry["name"]) for entry in existing})
-        raise ValueError(f"no token named {name!r}; the tokens file holds {names or 'none'}")
-    _store(path, kept)
-    return len(existing) - len(kept)
-
-
-def list_tokens(settings: Settings) -> list[Principal]:
-    return read_tokens_file(settings.data_dir / TOKENS_FILE)
-
-
 class TokenStore:
-    """Who a presented token is: the fixed principals (the root token) and those of a tokens file, read again
-    when the file changes (its size, modification time or inode: one `stat` a request). A file that turns
-    invalid while the server runs fails closed: its tokens stop working, the root token still does, and
-    `tokens_file_invalid` is logged, once for each change, until the file is mended."""
+    """The bootstrap principals, then the token table (attached once the stores are open), each digest's row
+    kept `ttl` seconds (a bounded table, least recent out; unknown digests too, so a flood of bad tokens
+    costs one lookup each per `ttl`). An unreachable table raises `StoreUnavailable`: the caller answers 503,
+    never lets a token in unchecked; the bootstrap token still works."""
 
-    def __init__(self, principals: list[Principal], tokens_file: Path | None = None) -> None:
+    def __init__(self, principals: list[Principal], ttl: float = 2.0, max_entries: int = 10_000) -> None:
         self._fixed = principals
-        self._file = tokens_file
-        self._from_file: list[Principal] = []
-        self._seen: tuple[int, int, int] | None = None
+        self.table: TokenTable | None = None
+        self.ttl, self.max_entries = ttl, max_entries
+        self._seen: OrderedDict[str, tuple[float, TokenRecord | None]] = OrderedDict()
         self._lock = threading.Lock()
-        if tokens_file is not None:
-            self._from_file = read_tokens_file(tokens_file)  # broken at start: the server does not start
-            self._seen = self._signature()
 
     @classmethod
     def for_settings(cls, settings: Settings) -> TokenStore:
         root = Principal("root", token_digest(load_or_create_token(settings)), frozenset(SCOPES))
-        return cls([root], settings.data_dir / TOKENS_FILE)
+        if (settings.data_dir / "tokens.json").exists():
+            log.warning(
+                "tokens_file_ignored",
+                path=str(settings.data_dir / "tokens.json"),
+                reason="tokens live in PostgreSQL now: issue them again with `ragline tokens create`",
+            )
+        return cls([root], settings.token_cache_seconds)
 
-    def _signature(self) -> tuple[int, int, int] | None:
-        assert self._file is not None
-        try:
-            stat = self._file.stat()
-        except FileNotFoundError:
-            return None
-        return (stat.st_mtime_ns, stat.st_size, stat.st_ino)
+    def attach(self, table: TokenTable) -> None:
+        self.table = table
 
-    def _current(self) -> list[Principal]:
-        if self._file is None:
-            return self._fixed
-        signature = self._signature()
-        if signature != self._seen:
-            with self._lock:
-                if signature != self._seen:
-                    try:
-                        self._from_file = read_tokens_file(self._file)
-                        log.info("tokens_file_reloaded", path=str(self._file), tokens=len(self._from_file))
-                    except (TokensFileError, OSError) as exc:
-                        self._from_file = []
-                        log.error("tokens_file_invalid", path=str(self._file), error=str(exc))
-                    self._seen = signature
-        return [*self._fixed, *self._from_file]
+    def _record(self, digest: str) -> TokenRecord | None:
+        now = time.monotonic()
+        with self._lock:
+            seen = self._seen.get(digest)
+            if seen is not None and now - seen[0] < self.ttl:
+                self._seen.move_to_end(digest)
+                return seen[1]
+        record = self.table.find(digest) if self.table is not None else None  # StoreUnavailable propagates
+        with self._lock:
+            self._seen[digest] = (now, record)
+            self._seen.move_to_end(digest)
+            while len(self._seen) > self.max_entries:
+                self._seen.popitem(last=False)
+        return record
 
     def identify(self, presented: str) -> Principal | None:
         digest = token_digest(presented)
         found = None
-        # Compare against every digest so timing does not reveal which (or whether any) matched early.
-        for principal in self._current():
+        # Compare against every fixed digest so timing does not reveal which (or whether any) matched early.
+        for principal in self._fixed:
             if hmac.compare_digest(digest, principal.digest):
                 found = principal
-        return found
+        if found is not None:
+            return found
+        record = self._record(digest)
+        if record is None:
+            return None
+        if record.expires_at is not None and record.expires_at <= datetime.now(UTC):
+            return None
+        return Principal.of(record)
 
     def accepts(self, presented: str) -> bool:
         return self.identify(presented) is not None
@@ -186,18 +135,21 @@ class RateLimiter:
         self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
         self._lock = threading.Lock()
 
-    def take(self, key: str, now: float) -> float:
-        """Spend one request; return 0 when allowed, else the seconds until one is available."""
-        if self.rate <= 0:
+    def take(self, key: str, now: float, rate: float | None = None, burst: int | None = None) -> float:
+        """Spend one request; return 0 when allowed, else the seconds until one is available. `rate` and
+        `burst` replace the limiter's own for this key (a token with a limit of its own)."""
+        rate = self.rate if rate is None else rate
+        burst = self.burst if burst is None else max(1, burst)
+        if rate <= 0:
             return 0.0
         with self._lock:
-            level, last = self._buckets.pop(key, (float(self.burst), now))
-            level = min(float(self.burst), level + (now - last) * self.rate)
+            level, last = self._buckets.pop(key, (float(burst), now))
+            level = min(float(burst), level + (now - last) * rate)
             allowed = level >= 1.0
             self._buckets[key] = (level - 1.0 if allowed else level, now)  # re-inserted: most recent last
             if len(self._buckets) > self.max_keys:
                 self._buckets.popitem(last=False)
-            return 0.0 if allowed else (1.0 - level) / self.rate
+            return 0.0 if allowed else (1.0 - level) / rate
 
     def __len__(self) -> int:
         return len(self._buckets)

@@ -5,6 +5,7 @@ Qdrant's engine runs in-process; a shard is built once by ingestion and then onl
 
 from __future__ import annotations
 
+import copy
 import shutil
 import threading
 from collections.abc import Sequence
@@ -14,6 +15,7 @@ from typing import Any
 import numpy as np
 import qdrant_edge as qe
 
+from pipelines.access import Access
 from pipelines.documents import Chunk, chunk_key
 from pipelines.ports import Hit, Ranked, StoreUnavailable
 from pipelines.text.analysis import SparseVector
@@ -22,6 +24,7 @@ DENSE, SPARSE = "dense", "bm25"
 # A chunk's multivector [own vector, unit vectors...] (pipelines/ingestion/dense_units.py): dense search uses it
 # when the shard has it, scoring each chunk by its best vector (MaxSim).
 UNITS = "units"
+ACCESS = "access"  # the payload field of a chunk's access groups, indexed as keywords
 
 
 point_id = chunk_key  # the store's point id of a chunk
@@ -54,12 +57,15 @@ def _sparse_query(vector: SparseVector) -> qe.Query:
     return qe.Query.Nearest(_sparse(vector), using=SPARSE)
 
 
-def _filter(strategy: str | None, language: str | None = None) -> qe.Filter | None:
+def _filter(strategy: str | None, language: str | None = None, visible: list[str] | None = None) -> qe.Filter | None:
+    """Strategy and language as given; `visible`: only chunks of one of these access groups (pipelines/access.py)."""
     must: list[Any] = [
         qe.FieldCondition(key=key, match=qe.MatchValue(value))
         for key, value in (("strategy", strategy), ("language", language))
         if value is not None
     ]
+    if visible is not None:
+        must.append(qe.FieldCondition(key=ACCESS, match=qe.MatchAny(visible)))
     return qe.Filter(must=must) if must else None
 
 
@@ -84,6 +90,7 @@ class EdgeShardWriter:
         self._shard = qe.EdgeShard.create(str(path), config)
         self._shard.update(qe.UpdateOperation.create_field_index("strategy", qe.PayloadSchemaType.Keyword))
         self._shard.update(qe.UpdateOperation.create_field_index("language", qe.PayloadSchemaType.Keyword))
+        self._shard.update(qe.UpdateOperation.create_field_index(ACCESS, qe.PayloadSchemaType.Keyword))
 
     def upsert(
         self,
@@ -113,7 +120,19 @@ class EdgeShardWriter:
 
 
 class EdgeShardIndex:
-    """Read side of a built shard."""
+    """Read side of a built shard. `restricted(access)` is a view of it for one caller: every search, scroll,
+    read by id and count of the view sees only the chunks of the caller's access groups, filtered inside the
+    engine's query (never after the top k). The view shares the shard; closing the index closes it."""
+
+    visible: list[str] | None = None  # the view's access groups; None: every chunk
+    access_key = "*"
+
+    def restricted(self, access: Access) -> EdgeShardIndex:
+        if access.groups is None:
+            return self
+        view = copy.copy(self)
+        view.visible, view.access_key = sorted(access.groups), access.key
+        return view
 
     def __init__(self, path: Path) -> None:
         if not path.is_dir():
@@ -142,7 +161,9 @@ class EdgeShardIndex:
         return True
 
     def _points(self, query: qe.Query, limit: int, strategy: str | None, language: str | None, payload: Any) -> Any:
-        request = qe.QueryRequest(limit=limit, query=query, filter=_filter(strategy, language), with_payload=payload)
+        request = qe.QueryRequest(
+            limit=limit, query=query, filter=_filter(strategy, language, self.visible), with_payload=payload
+        )
         try:
             with self._lock:
                 return self._shard.query(request)
@@ -185,7 +206,7 @@ class EdgeShardIndex:
         try:
             while True:
                 request = qe.ScrollRequest(
-                    offset=offset, limit=1024, filter=_filter(strategy, language), with_payload=True
+                    offset=offset, limit=1024, filter=_filter(strategy, language, self.visible), with_payload=True
                 )
                 with self._lock:
                     records, offset = self._shard.scroll(request)
@@ -208,11 +229,14 @@ class EdgeShardIndex:
                 records = self._shard.retrieve(list(keys), True, False)
         except Exception as exc:
             raise StoreUnavailable(f"retrieve failed on {self.path}: {exc}") from exc
-        return {str(r.id): Chunk.from_payload(r.payload or {}) for r in records}
+        found = {str(r.id): Chunk.from_payload(r.payload or {}) for r in records}
+        if self.visible is None:
+            return found
+        return {key: chunk for key, chunk in found.items() if set(chunk.access) & set(self.visible)}
 
     def count(self) -> int:
         with self._lock:
-            return self._shard.count(qe.CountRequest(exact=True))
+            return self._shard.count(qe.CountRequest(filter=_filter(None, None, self.visible), exact=True))
 
     def close(self) -> None:
         with self._lock:  # a request still querying the old version finishes first

@@ -5,13 +5,15 @@ Tested against `qdrant-client`'s local mode, its pure-Python stand-in for a serv
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from qdrant_client import QdrantClient, models
 
-from pipelines.adapters.qdrant_edge import DENSE, SPARSE, UNITS, point_id, point_vectors
+from pipelines.access import Access
+from pipelines.adapters.qdrant_edge import ACCESS, DENSE, SPARSE, UNITS, point_id, point_vectors
 from pipelines.documents import Chunk
 from pipelines.ports import Hit, Ranked, StoreUnavailable
 from pipelines.text.analysis import SparseVector
@@ -25,12 +27,17 @@ def connect(url: str) -> QdrantClient:
     return QdrantClient(path=url.removeprefix("local:"))  # local mode: tests only
 
 
-def _filter(strategy: str | None, language: str | None = None) -> models.Filter | None:
+def _filter(
+    strategy: str | None, language: str | None = None, visible: list[str] | None = None
+) -> models.Filter | None:
+    """Strategy and language as given; `visible`: only chunks of one of these access groups (pipelines/access.py)."""
     must: list[models.Condition] = [
         models.FieldCondition(key=key, match=models.MatchValue(value=value))
         for key, value in (("strategy", strategy), ("language", language))
         if value is not None
     ]
+    if visible is not None:
+        must.append(models.FieldCondition(key=ACCESS, match=models.MatchAny(any=visible)))
     return models.Filter(must=must) if must else None
 
 
@@ -54,7 +61,7 @@ class QdrantCollectionWriter:
             vectors_config=vectors,
             sparse_vectors_config={SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)},
         )
-        for field in ("strategy", "language"):
+        for field in ("strategy", "language", ACCESS):
             client.create_payload_index(collection, field, models.PayloadSchemaType.KEYWORD)
 
     def upsert(
@@ -83,6 +90,18 @@ class QdrantCollectionWriter:
 
 
 class QdrantCollectionIndex:
+    """Read side of a collection; `restricted(access)` is one caller's view of it, as `EdgeShardIndex`'s."""
+
+    visible: list[str] | None = None
+    access_key = "*"
+
+    def restricted(self, access: Access) -> QdrantCollectionIndex:
+        if access.groups is None:
+            return self
+        view = copy.copy(self)
+        view.visible, view.access_key = sorted(access.groups), access.key
+        return view
+
     def __init__(self, client: QdrantClient, collection: str) -> None:
         self.client, self.collection = client, collection
         try:
@@ -125,7 +144,7 @@ class QdrantCollectionIndex:
                 query=query,
                 using=using,
                 limit=limit,
-                query_filter=_filter(strategy, language),
+                query_filter=_filter(strategy, language, self.visible),
                 with_payload=payload,
             )
         except Exception as exc:
@@ -172,7 +191,7 @@ class QdrantCollectionIndex:
         try:
             while True:
                 records, offset = self.client.scroll(
-                    self.collection, scroll_filter=_filter(strategy, language), limit=1024, offset=offset
+                    self.collection, scroll_filter=_filter(strategy, language, self.visible), limit=1024, offset=offset
                 )
                 chunks.extend(Chunk.from_payload(r.payload or {}) for r in records)
                 if offset is None:
@@ -187,13 +206,16 @@ class QdrantCollectionIndex:
             records = self.client.retrieve(self.collection, list(keys), with_payload=True)
         except Exception as exc:
             raise StoreUnavailable(f"retrieve failed on {self.collection}: {exc}") from exc
-        return {str(r.id): Chunk.from_payload(r.payload or {}) for r in records}
+        found = {str(r.id): Chunk.from_payload(r.payload or {}) for r in records}
+        if self.visible is None:
+            return found
+        return {key: chunk for key, chunk in found.items() if set(chunk.access) & set(self.visible)}
 
     def get_chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
         return list(self.chunks_by_key([point_id(c) for c in chunk_ids]).values())
 
     def count(self) -> int:
-        return self.client.count(self.collection, exact=True).count
+        return self.client.count(self.collection, count_filter=_filter(None, None, self.visible), exact=True).count
 
     def close(self) -> None:
         """The client is shared; nothing to release."""

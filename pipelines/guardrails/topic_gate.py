@@ -12,6 +12,7 @@ off-topic: the reply is `no_answer` without any retrieval.
 
 from __future__ import annotations
 
+import hashlib
 import threading
 from dataclasses import dataclass
 from pathlib import Path
@@ -63,8 +64,12 @@ def decide(query: np.ndarray, centroid: np.ndarray | None, floor: float | None) 
     return GateDecision(floor is None or score >= floor, score, floor)
 
 
-def centroid_path(data_dir: Path, version: str, strategy: str) -> Path:
-    return data_dir / "topic_gate" / f"{version}-{strategy}.npy"
+def centroid_path(data_dir: Path, version: str, strategy: str, access_key: str = "*") -> Path:
+    """The whole index's centroid, or (`access_key` other than `*`) the centroid of one group set's chunks."""
+    if access_key == "*":
+        return data_dir / "topic_gate" / f"{version}-{strategy}.npy"
+    scope = hashlib.sha256(access_key.encode()).hexdigest()[:12]
+    return data_dir / "topic_gate" / f"{version}-{strategy}-groups-{scope}.npy"
 
 
 def build_centroid(
@@ -96,18 +101,20 @@ class Centroids:
 
     def __init__(self, data_dir: Path) -> None:
         self.data_dir = data_dir
-        self._known: dict[tuple[str, str], np.ndarray | None] = {}
+        self._known: dict[tuple[str, str, str], np.ndarray | None] = {}
         self._lock = threading.Lock()
 
     def get(self, version: str, strategy: str, index: VectorIndex, embedder: Embedder) -> np.ndarray | None:
-        key = (version, strategy)
+        """The centroid of what `index` holds: a caller's view (`VectorIndex.restricted`) has its own, of the
+        chunks it may read, so a restricted page never moves the gate of a caller outside its groups."""
+        key = (version, strategy, index.access_key)
         with self._lock:
             if key not in self._known:
                 self._known[key] = self._load_or_build(version, strategy, index, embedder)
             return self._known[key]
 
     def _load_or_build(self, version: str, strategy: str, index: VectorIndex, embedder: Embedder) -> np.ndarray | None:
-        path = centroid_path(self.data_dir, version, strategy)
+        path = centroid_path(self.data_dir, version, strategy, index.access_key)
         if path.exists():
             return np.load(path)
         try:

@@ -9,7 +9,7 @@ import hashlib
 import json
 import time
 from collections.abc import Callable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import lru_cache
 from pathlib import Path
 from typing import Any
@@ -17,6 +17,7 @@ from typing import Any
 import numpy as np
 import structlog
 
+from pipelines.access import AccessError, AccessRules
 from pipelines.adapters.embedders import load_embedder
 from pipelines.adapters.registry import IndexVersion
 from pipelines.caching.embeddings import EmbeddingCache
@@ -64,6 +65,7 @@ class BuildRequest:
     bm25_analyzer: str = "plain"
     dense_unit_tokens: int = 0
     dense_unit_scope: str = "all"
+    access: AccessRules = field(default_factory=AccessRules)
 
     @classmethod
     def from_settings(cls, settings: Settings, **overrides: Any) -> BuildRequest:
@@ -81,6 +83,7 @@ class BuildRequest:
             "bm25_analyzer": settings.bm25_analyzer,
             "dense_unit_tokens": settings.dense_unit_tokens,
             "dense_unit_scope": settings.dense_unit_scope,
+            "access": AccessRules.of(settings.access_default, settings.access_rules),
         }
         values.update({k: v for k, v in overrides.items() if v is not None})
         for key in ("include", "exclude", "strategies"):
@@ -109,6 +112,7 @@ class BuildRequest:
             **scope,
             "include": list(self.include),
             "exclude": list(self.exclude),
+            "access": self.access.as_dict(),  # a version without it predates access groups: all public
             "analyzer": ANALYZER_VERSION,
             **({"processing": PROCESSING_VERSION} if PROCESSING_VERSION > 1 else {}),
         }
@@ -147,7 +151,20 @@ def fetch_documents(
         import tempfile
 
         data_dir = Path(tempfile.gettempdir()) / "ragline"
-    return load_source(request.source, list(request.include), list(request.exclude), data_dir, policy)
+    documents = load_source(request.source, list(request.include), list(request.exclude), data_dir, policy)
+    return with_access(documents, request.access)
+
+
+def with_access(documents: list[Document], rules: AccessRules) -> list[Document]:
+    """Each document with its access groups, read from its raw text (front matter) and the source's rules."""
+    out = []
+    for document in documents:
+        try:
+            groups = rules.for_page(document.document_id, document.text)
+        except AccessError as exc:
+            raise ValueError(f"{document.document_id} ({document.source_uri}): {exc}") from exc
+        out.append(document if groups == document.access else replace(document, access=groups))
+    return out
 
 
 def clean_documents(

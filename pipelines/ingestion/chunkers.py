@@ -309,6 +309,7 @@ def _chunk(
         text=text,
         context_text=context_text,
         token_count=count(text),
+        access=list(document.access),
     )
 
 

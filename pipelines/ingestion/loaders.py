@@ -175,6 +175,10 @@ def text_document(document_id: str, source_uri: str, data: bytes, fetched_at: st
 
 
 def content_version(documents: Iterable[Document], settings_digest: str) -> str:
-    """One build of one source: a hash over every document id and content hash plus the build settings."""
-    blob = "\n".join(f"{d.document_id}\x00{d.content_hash}" for d in sorted(documents, key=lambda d: d.document_id))
+    """One build of one source: a hash over every document id, content hash and access groups (when not public)
+    plus the build settings: a page whose groups change is a new version, its text and vectors reused."""
+    blob = "\n".join(
+        f"{d.document_id}\x00{d.content_hash}" + ("" if d.access == ("public",) else f"\x00{','.join(d.access)}")
+        for d in sorted(documents, key=lambda d: d.document_id)
+    )
     return "v-" + sha256_text(blob + "\x00" + settings_digest)[:12]

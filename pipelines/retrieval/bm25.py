@@ -87,17 +87,25 @@ class MemoryBM25:
 
 
 class MemoryBM25Cache:
-    """One engine per (index version, strategy, language), built on first use; the oldest are dropped."""
+    """One engine per (index version, caller's access groups, strategy, language), built on first use from the
+    chunks the index (or a caller's view of it, `VectorIndex.restricted`) holds; the oldest are dropped."""
 
-    def __init__(self, keep: int = 4) -> None:
-        self._engines: BuiltOnce[tuple[str, str | None, str | None], MemoryBM25] = BuiltOnce(keep)
+    def __init__(self, keep: int = 8) -> None:
+        self._engines: BuiltOnce[tuple[str, str, str | None, str | None], MemoryBM25] = BuiltOnce(keep)
 
     def engine(
         self, version: str, index: VectorIndex, strategy: str | None, language: str | None, analyzer_name: str = "plain"
     ) -> MemoryBM25:
         def build() -> MemoryBM25:
             chunks = index.scroll_chunks(strategy, language)
-            log.info("bm25_memory_built", version=version, strategy=strategy, language=language, chunks=len(chunks))
+            log.info(
+                "bm25_memory_built",
+                version=version,
+                access=index.access_key,
+                strategy=strategy,
+                language=language,
+                chunks=len(chunks),
+            )
             return MemoryBM25.build(chunks, analyzer_name)
 
-        return self._engines.get((version, strategy, language), build)
+        return self._engines.get((version, index.access_key, strategy, language), build)

@@ -181,10 +181,11 @@ class Originals:
 
 
 class OriginalsCache:
-    """One `Originals` table per (index version, strategy, source language), built on first use."""
+    """One `Originals` table per (index version, caller's access groups, strategy, source language), built on
+    first use from the chunks the caller's view holds."""
 
     def __init__(self, keep: int = 4) -> None:
-        self._tables: BuiltOnce[tuple[str, str | None, str], Originals] = BuiltOnce(keep)
+        self._tables: BuiltOnce[tuple[str, str, str | None, str], Originals] = BuiltOnce(keep)
 
     def table(self, version: str, index: VectorIndex, strategy: str | None, source_language: str) -> Originals:
         def build() -> Originals:
@@ -200,4 +201,4 @@ class OriginalsCache:
             )
             return table
 
-        return self._tables.get((version, strategy, source_language), build)
+        return self._tables.get((version, index.access_key, strategy, source_language), build)

@@ -59,9 +59,12 @@ def cache_namespace(
     generator_model: str,
     answer_max_tokens: int,
     calibration_version: str,
+    access_key: str = "*",
 ) -> str:
+    """Everything that changes an answer, the caller's access groups included: an answer written from a page
+    one caller may read is never served to a caller who may not (`pipelines/access.py`)."""
     parts = [index_version, index_fingerprint, strategy, retrieval_profile, prompt_version, generator_model]
-    return json.dumps([*parts, answer_max_tokens, calibration_version])
+    return json.dumps([*parts, answer_max_tokens, calibration_version, *([access_key] if access_key != "*" else [])])
 
 
 def exact_cache_key(

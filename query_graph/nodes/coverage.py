@@ -37,7 +37,8 @@ def question_coverage__vocabulary(
 def _lane_holds(
     plan: RetrievalPlan, language: str | None, analysis_language: str | None, analyze: Analyzer, term: str
 ) -> bool:
-    key = (plan.index_version, plan.strategy, language, analysis_language, term)
+    # Per caller's access groups: a term only a restricted page holds is unknown to a caller outside its groups.
+    key = (plan.index_version, plan.vector_index.access_key, plan.strategy, language, analysis_language, term)
     known = _KNOWN.get(key)
     if known is None:
         # The term as the index's analyzer wrote it in this language (a stem, a bigram, or the whole identifier).
@@ -48,8 +49,8 @@ def _lane_holds(
     return known
 
 
-# (index version, strategy, lane language, analysis language, term); a version without a name is None.
-_TermKey = tuple[str, str | None, str | None, str | None, str]
+# (index version, access key, strategy, lane language, analysis language, term); a version without a name is None.
+_TermKey = tuple[str, str, str | None, str | None, str | None, str]
 
 
 class _TermMemo:

@@ -18,6 +18,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from pipelines.access import EVERYTHING, Access
 from pipelines.settings import Settings
 
 
@@ -152,6 +153,7 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
     from evals.retrieval import evaluate_retrieval
     from evals.studies.search_modes import SearchSetup
     from pipelines.adapters.embedders import load_embedder
+    from query_graph.service import visible_index
 
     base = Settings()
     try:
@@ -163,7 +165,7 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
             embedder = load_embedder(settings.embedding_model)
             setup = SearchSetup.from_settings(
                 base,
-                opened.index,
+                visible_index(opened.version, opened.index, _access(args)),
                 settings.chunk_strategy,
                 fusion=args.fusion or base.fusion,
                 rerank=scorer,
@@ -263,7 +265,12 @@ def _with(settings: Settings, **overrides: Any) -> Settings:
 
 
 def _answer_run(
-    settings: Settings, opened: OpenedIndex, questions: list[Any], judge: Any, variants: dict[str, str] | None = None
+    settings: Settings,
+    opened: OpenedIndex,
+    questions: list[Any],
+    judge: Any,
+    variants: dict[str, str] | None = None,
+    access: Access = EVERYTHING,
 ) -> Any:
     import uuid
 
@@ -284,9 +291,10 @@ def _answer_run(
         raise exc
 
     # The service's own handle on the index (an Edge shard is opened by one handle at a time).
-    index = service.active()[1]
+    index = service.active(access)[1]
     try:
-        return run_answers(questions, lambda q: service.answer(q, variants=variants), index, judge, on_error)
+        answer = lambda q: service.answer(q, variants=variants, access=access)  # noqa: E731
+        return run_answers(questions, answer, index, judge, on_error)
     finally:
         index.close()
 
@@ -297,7 +305,7 @@ def cmd_eval_answers(args: argparse.Namespace) -> int:
         settings = eval_settings(base, args.source, args.include, args.exclude, args.strategy, args.embedding_model)
         questions = _golden(args.golden, args.half)
         with opened_index(settings, open_vectors=False) as opened:
-            run = _answer_run(settings, opened, questions, _judge(args))
+            run = _answer_run(settings, opened, questions, _judge(args), access=_access(args))
     except (ValueError, OSError, RuntimeError) as exc:  # RuntimeError: a failed build, reranker or judge
         print(f"ragline eval: {exc}", file=sys.stderr)
         return 1
@@ -336,7 +344,7 @@ def cmd_eval_ab(args: argparse.Namespace) -> int:
                 for variant, label in zip(node.variants, node.labels(), strict=True):
                     print(f"ragline eval: variant {label} ...", file=sys.stderr, flush=True)
                     arm_settings, variants = _ab_arm(settings, node.node, variant)
-                    runs[label] = _answer_run(arm_settings, opened, questions, None, variants)
+                    runs[label] = _answer_run(arm_settings, opened, questions, None, variants, _access(args))
     except (ValueError, OSError, RuntimeError) as exc:  # RuntimeError: a failed build, reranker or judge
         print(f"ragline eval: {exc}", file=sys.stderr)
         return 1
@@ -352,6 +360,23 @@ def cmd_eval_ab(args: argparse.Namespace) -> int:
         json.dumps({"kind": "ab", "json": str(path.resolve()), "markdown": str(md.resolve()), "written_at": now_iso()})
     )
     return 0
+
+
+def _access(args: argparse.Namespace) -> Access:
+    """The caller an evaluation runs as: `--as-groups staff,eng` (and `public`), or every group when unset."""
+    groups = getattr(args, "as_groups", None)
+    if groups is None:
+        return EVERYTHING
+    return Access.of([g for g in groups.split(",") if g.strip()])
+
+
+def _as_groups(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--as-groups",
+        metavar="GROUPS",
+        help="run as a caller of these access groups (comma-separated; `public` always included, `''` for public "
+        "pages only); default: every group",
+    )
 
 
 def _source_args(parser: argparse.ArgumentParser) -> None:
@@ -497,6 +522,7 @@ def register(commands: Any) -> None:
 
     retrieval = actions.add_parser("retrieval", help="score retrieval modes on golden questions")
     _source_args(retrieval)
+    _as_groups(retrieval)
     retrieval.add_argument("--modes", default="dense,bm25,hybrid,hybrid+rerank")
     retrieval.add_argument(
         "--fusion",
@@ -580,6 +606,7 @@ def register(commands: Any) -> None:
     answers.add_argument("--judge", help="litellm model id of a judge (e.g. openai/gpt-4o-mini); unset: no judge")
     answers.add_argument("--judge-api-base", help="base URL of the judge's OpenAI-compatible API")
     answers.add_argument("--judge-api-key", help="API key of the judge's provider")
+    _as_groups(answers)
     answers.add_argument("--out", required=True)
     answers.set_defaults(func=cmd_eval_answers)
 
@@ -592,6 +619,7 @@ def register(commands: Any) -> None:
         help="NAME=baseline,variant[,...]: a node, e.g. rerank=none,cross_encoder, or a query-time setting, e.g. "
         "clarify_vague=false,true",
     )
+    _as_groups(ab)
     ab.add_argument("--out", required=True)
     ab.set_defaults(func=cmd_eval_ab)
 

@@ -9,6 +9,7 @@ from ragline.cli.common import settings_from
 
 
 def cmd_mcp(args: argparse.Namespace) -> int:
+    from pipelines.access import EVERYTHING
     from pipelines.profiles import open_stores
     from query_graph.service import QueryService
     from server.mcp_server import build_mcp
@@ -19,7 +20,7 @@ def cmd_mcp(args: argparse.Namespace) -> int:
         service = QueryService(settings, stores)
         service.warm()
         # stdout carries the protocol; ragline's logs go to stderr (pipelines/logs.py).
-        build_mcp(lambda: service, lambda: settings).run("stdio")
+        build_mcp(lambda: service, lambda: settings, lambda: EVERYTHING).run("stdio")
     finally:
         stores.close()
     return 0

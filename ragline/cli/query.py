@@ -10,13 +10,15 @@ from ragline.cli.common import print_json, settings_from
 
 
 def cmd_query(args: argparse.Namespace) -> int:
+    from pipelines.access import EVERYTHING, Access
     from pipelines.profiles import open_stores
     from query_graph.service import QueryFailed, QueryService
 
     settings = settings_from(args)
     stores = open_stores(settings)
     try:
-        reply = QueryService(settings, stores).answer(args.question, top_k=args.top_k)
+        access = EVERYTHING if args.as_groups is None else Access.of([g for g in args.as_groups.split(",") if g])
+        reply = QueryService(settings, stores).answer(args.question, top_k=args.top_k, access=access)
     except QueryFailed as exc:
         if args.json:
             print_json({"error": {"code": exc.code, "message": exc.message}})
@@ -40,4 +42,7 @@ def register(commands: Any) -> None:
     query.add_argument("question")
     query.add_argument("--top-k", type=int)
     query.add_argument("--json", action="store_true", help="print the same JSON as the HTTP reply")
+    query.add_argument(
+        "--as-groups", metavar="GROUPS", help="answer as a caller of these access groups (default: every group)"
+    )
     query.set_defaults(func=cmd_query)

@@ -8,7 +8,7 @@ from contextlib import ExitStack
 from typing import Any
 
 from pipelines.settings import Settings
-from ragline.cli.common import print_json, settings_from, source_options
+from ragline.cli.common import settings_from, source_options
 
 
 def ensure_index(settings: Settings, stores: Any, force: bool = False) -> Any:
@@ -110,52 +110,6 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
     return 0
 
 
-def cmd_token_add(args: argparse.Namespace) -> int:
-    from server.tokens import TokensFileError, issue_token
-
-    settings = settings_from(args)
-    try:
-        token = issue_token(settings, args.name, args.scope or ["query"])
-    except (ValueError, TokensFileError) as exc:
-        print(f"ragline token add: {exc}", file=sys.stderr)
-        return 1
-    print(f"ragline: token {args.name!r} with scopes {args.scope or ['query']} (stored hashed; shown once):")
-    print(token)
-    return 0
-
-
-def cmd_token_revoke(args: argparse.Namespace) -> int:
-    from server.tokens import TokensFileError, revoke_token
-
-    try:
-        removed = revoke_token(settings_from(args), args.name)
-    except (ValueError, TokensFileError) as exc:
-        print(f"ragline token revoke: {exc}", file=sys.stderr)
-        return 1
-    # Running servers read the file again at their next request: no restart.
-    print(f"ragline: revoked {removed} token(s) named {args.name!r}; servers refuse it from their next request")
-    return 0
-
-
-def cmd_token_list(args: argparse.Namespace) -> int:
-    from server.tokens import TokensFileError, list_tokens
-
-    try:
-        principals = list_tokens(settings_from(args))
-    except TokensFileError as exc:
-        print(f"ragline token list: {exc}", file=sys.stderr)
-        return 1
-    if args.json:
-        rows = [{"name": p.name, "scopes": sorted(p.scopes), "sha256_prefix": p.digest[:12]} for p in principals]
-        print_json({"tokens": rows})
-        return 0
-    for p in principals:  # the digest's start tells two tokens apart; the token itself is not stored
-        print(f"{p.name}\t{','.join(sorted(p.scopes))}\tsha256 {p.digest[:12]}…")
-    if not principals:
-        print("ragline: no tokens besides the root token", file=sys.stderr)
-    return 0
-
-
 def register(commands: Any) -> None:
     serve = commands.add_parser("serve", help="build the index when needed, then serve the HTTP API")
     source_options(serve)
@@ -163,18 +117,3 @@ def register(commands: Any) -> None:
     serve.add_argument("--port", type=int)
     serve.add_argument("--no-build", action="store_true", help="serve the active index without checking the source")
     serve.set_defaults(func=cmd_serve)
-
-    token = commands.add_parser("token", help="access tokens of the HTTP API")
-    token_actions = token.add_subparsers(dest="token_command", required=True)
-    add = token_actions.add_parser("add", help="issue a token with scopes (kept as a sha256 digest in tokens.json)")
-    add.add_argument("name")
-    add.add_argument("--scope", action="append", choices=["query", "admin"], help="repeatable; default: query")
-    add.set_defaults(func=cmd_token_add)
-    revoke = token_actions.add_parser(
-        "revoke", help="remove a token from tokens.json; running servers refuse it at once"
-    )
-    revoke.add_argument("name")
-    revoke.set_defaults(func=cmd_token_revoke)
-    listing = token_actions.add_parser("list", help="the tokens of tokens.json: names, scopes, digest prefixes")
-    listing.add_argument("--json", action="store_true")
-    listing.set_defaults(func=cmd_token_list)

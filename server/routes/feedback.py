@@ -10,11 +10,11 @@ from starlette.concurrency import run_in_threadpool
 
 from pipelines.adapters.reply_log import AlreadyRated, ReplyLog, UnknownReply
 from pipelines.ports import StoreUnavailable
-from server.deps import QueryScope
+from server.deps import FeedbackScope
 from server.errors import ApiError
 from server.schemas import ERROR_RESPONSES, NOT_FOUND, ErrorReply
 
-router = APIRouter(prefix="/v1", tags=["feedback"], dependencies=[QueryScope])
+router = APIRouter(prefix="/v1", tags=["feedback"], dependencies=[FeedbackScope])
 
 
 class FeedbackRequest(BaseModel):

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from typing import Any
 
-from fastapi import APIRouter
+from fastapi import APIRouter, Request
 from starlette.concurrency import run_in_threadpool
 
-from server.deps import QueryScope, ServiceDep
+from server.deps import QueryScope, ServiceDep, caller_access
 from server.errors import ApiError
 from server.schemas import ERROR_RESPONSES, NOT_FOUND
 
@@ -15,9 +15,10 @@ router = APIRouter(prefix="/v1", tags=["query"], dependencies=[QueryScope], resp
 
 
 @router.get("/passages/{chunk_id}", responses=NOT_FOUND)
-async def passage(chunk_id: str, service: ServiceDep) -> dict[str, Any]:
-    """The cited chunk: title, heading path, anchor, source and text (what a citation opens)."""
-    version, index = await run_in_threadpool(service.active)
+async def passage(chunk_id: str, service: ServiceDep, request: Request) -> dict[str, Any]:
+    """The cited chunk: title, heading path, anchor, source and text (what a citation opens). A chunk of a page
+    the token's groups may not read is answered as one that does not exist."""
+    version, index = await run_in_threadpool(service.active, caller_access(request))
     found = await run_in_threadpool(index.get_chunks, [chunk_id])
     if not found:
         raise ApiError(404, "not_found", f"no chunk {chunk_id!r} in the active index {version.version}")

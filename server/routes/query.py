@@ -12,7 +12,7 @@ from fastapi import APIRouter, Request
 from pipelines.settings import Settings
 from query_graph.service import QueryService
 from server.conversations import RequestConversation
-from server.deps import QueryScope
+from server.deps import QueryScope, caller_access
 from server.errors import ApiError
 from server.observe import observe_reply
 from server.responses import FastJSONResponse
@@ -54,10 +54,11 @@ async def query(body: QueryRequest, request: Request) -> FastJSONResponse:
     if body.language:  # stated by the client: the language gate takes it as certain (no probability)
         kwargs["language"] = body.language
     conversation = RequestConversation(request, body.conversation_id)
+    access = caller_access(request)
 
     def answer() -> dict[str, Any]:
         history = conversation.load()  # 404 for an id this token has no conversation under
-        reply = service.answer(body.question, top_k=body.top_k, history=history, **kwargs)
+        reply = service.answer(body.question, top_k=body.top_k, history=history, access=access, **kwargs)
         conversation.record(body.question, reply)
         return reply
 

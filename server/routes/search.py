@@ -8,7 +8,7 @@ import functools
 
 from fastapi import APIRouter, Request
 
-from server.deps import QueryScope, ServiceDep, SettingsDep
+from server.deps import QueryScope, ServiceDep, SettingsDep, caller_access
 from server.responses import FastJSONResponse
 from server.routes.query import check_question
 from server.schemas import ERROR_RESPONSES, SearchReply, SearchRequest
@@ -22,7 +22,9 @@ async def search(body: SearchRequest, request: Request, service: ServiceDep, set
     """The passages retrieval ranks highest for a query, each with its section link, text and score."""
     check_question(body.query, settings)
     kwargs = answer_kwargs(service, body.variants)
-    run = functools.partial(service.search, body.query, top_k=body.top_k, language=body.language, **kwargs)
+    run = functools.partial(
+        service.search, body.query, top_k=body.top_k, language=body.language, access=caller_access(request), **kwargs
+    )
     loop = asyncio.get_running_loop()
     reply = await loop.run_in_executor(request.app.state.query_threads, contextvars.copy_context().run, run)
     return FastJSONResponse(reply)

@@ -10,7 +10,7 @@ from starlette.concurrency import run_in_threadpool
 
 from query_graph.streaming import stream_answer
 from server.conversations import RequestConversation
-from server.deps import QueryScope, ServiceDep, SettingsDep
+from server.deps import QueryScope, ServiceDep, SettingsDep, caller_access
 from server.observe import observe_reply
 from server.routes.query import check_question
 from server.schemas import CONVERSATION_NOT_FOUND, ERROR_RESPONSES, QueryRequest
@@ -55,6 +55,7 @@ async def query_stream(
             top_k=body.top_k,
             language=body.language,
             history=history,
+            access=caller_access(request),
             on_reply=lambda reply: conversation.record(body.question, reply),
         )
         first = await first_event(events)

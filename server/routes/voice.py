@@ -10,7 +10,7 @@ from starlette.concurrency import run_in_threadpool
 from pipelines.adapters.model_catalogue import ModelIntegrityError
 from pipelines.adapters.speech import AudioError, AudioTooLong, Transcriber, Transcript
 from pipelines.settings import Settings
-from server.deps import QueryScope, ServiceDep, SettingsDep
+from server.deps import QueryScope, ServiceDep, SettingsDep, caller_access
 from server.errors import ApiError
 from server.observe import observe_reply
 from server.routes.query import check_question
@@ -72,6 +72,7 @@ async def voice_query(
         transcript.text,
         language=transcript.language,
         language_probability=transcript.language_probability,
+        access=caller_access(request),
     )
     reply = {**reply, "transcript": transcript.as_dict()}
     observe_reply(request, reply, transcript.text, "/v1/voice/query")

@@ -1,6 +1,6 @@
 """One indexed fixture corpus for the whole server suite (built once through the Dagster assets), and
 apps over it with whatever settings a test needs. Tokens: the root token (every scope) plus a
-query-only and an admin-only token from tokens.json."""
+query-only and an admin-only token in the registry's PostgreSQL (pipelines/adapters/token_table.py)."""
 
 from __future__ import annotations
 
@@ -21,11 +21,11 @@ import uvicorn
 from fastapi.testclient import TestClient
 
 from pipelines.adapters.embedded_services import EmbeddedServices
+from pipelines.adapters.token_table import TokenTable
 from pipelines.ingestion.build import BuildRequest
 from pipelines.profiles import Stores, open_stores
 from pipelines.settings import Settings
 from server.app import create_app
-from server.tokens import issue_token
 from tests.corpus import write_corpus
 
 ROOT = {"Authorization": "Bearer test-token"}
@@ -67,8 +67,10 @@ def server_env(tmp_path_factory: pytest.TempPathFactory, embedded: EmbeddedServi
     settings = services_settings(root, embedded)
     schema, dsn = settings.postgres_schema, settings.postgres_dsn
     assert dsn is not None
-    query_token = issue_token(settings, "reader", ["query"])
-    admin_token = issue_token(settings, "operator", ["admin"])
+    table = TokenTable(dsn, schema)
+    query_token = table.create("reader", ["query"], [])[0]
+    admin_token = table.create("operator", ["admin"], [])[0]
+    table.close()
     stores = open_stores(settings)
     outcome = build_index(settings, stores, BuildRequest.from_settings(settings))
     yield ServerEnv(settings, stores, outcome.version, query_token, admin_token)

@@ -3,10 +3,19 @@
 from __future__ import annotations
 
 import json
+import os
+import subprocess
+import sys
+import time
+from datetime import UTC, datetime, timedelta
 
+import psycopg
 from fastapi.testclient import TestClient
 
-from server.tokens import TokensFileError, TokenStore, issue_token, read_tokens_file, revoke_token, token_digest
+from pipelines.access import PUBLIC_ONLY
+from pipelines.adapters.token_table import TokenTable
+from pipelines.ports import StoreUnavailable
+from server.tokens import Principal, TokenStore, token_digest
 from tests.server.conftest import ROOT, AppFactory, ServerEnv
 
 QUESTION = {"question": "Which port does the harbor dashboard listen on?"}
@@ -35,47 +44,96 @@ def test_unknown_token_is_401_not_403(client: TestClient) -> None:
     assert response.status_code == 401 and response.headers["www-authenticate"] == "Bearer"
 
 
-def test_tokens_file_holds_digests_only(server_env: ServerEnv) -> None:
-    text = (server_env.settings.data_dir / "tokens.json").read_text()
+def test_tokens_are_kept_as_digests_only(server_env: ServerEnv) -> None:
+    dsn, schema = server_env.settings.postgres_dsn, server_env.settings.postgres_schema
+    assert dsn is not None
+    with psycopg.connect(dsn) as conn:
+        rows = conn.execute(f"SELECT * FROM {schema}.access_tokens").fetchall()
+    text = repr(rows)
     assert server_env.query_token not in text and token_digest(server_env.query_token) in text
-    entries = {e["name"]: e["scopes"] for e in json.loads(text)["tokens"]}
-    assert entries == {"reader": ["query"], "operator": ["admin"]}
-    store = TokenStore(read_tokens_file(server_env.settings.data_dir / "tokens.json"))
+    store = TokenStore([])
+    store.attach(TokenTable(dsn, schema))
     principal = store.identify(server_env.admin_token)
-    assert principal is not None and principal.scopes == {"admin"}
+    assert principal is not None and principal.scopes == {"admin"} and principal.access == PUBLIC_ONLY
+    assert store.identify("not-a-token") is None
 
 
-def test_a_broken_tokens_file_is_a_clear_error(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    path = tmp_path / "tokens.json"
-    path.write_text(json.dumps({"tokens": [{"name": "x", "sha256": "abc", "scopes": ["query"]}]}))
+def test_a_token_created_or_revoked_elsewhere_takes_effect_within_the_cache_time(
+    make_client: AppFactory, server_env: ServerEnv
+) -> None:
+    """A token created over the admin API works at once; revoked by another process (`ragline tokens revoke`),
+    it stops working within `token_cache_seconds`."""
+    with make_client(token_cache_seconds=0.5) as client:
+        created = client.post("/v1/admin/tokens", json={"name": "rotating", "scopes": ["admin"]}, headers=ROOT)
+        assert created.status_code == 201, created.text
+        token = created.json()["token"]
+        assert created.json()["scopes"] == ["admin"] and token_digest(token)[:12] == created.json()["sha256_prefix"]
+        assert client.get("/v1/index/versions", headers=server_env.headers(token)).status_code == 200
+        listed = client.get("/v1/admin/tokens", headers=ROOT).json()["tokens"]
+        assert "rotating" in {t["name"] for t in listed} and all("token" not in t for t in listed)
+        assert _ragline(server_env, "tokens", "revoke", "rotating").returncode == 0
+        deadline = time.monotonic() + 5
+        while client.get("/v1/index/versions", headers=server_env.headers(token)).status_code == 200:
+            assert time.monotonic() < deadline, "a revoked token still works after 5 s"
+            time.sleep(0.1)
+        assert client.get("/v1/index/versions", headers=server_env.headers(token)).status_code == 401
+        assert client.get("/v1/index/versions", headers=server_env.headers(server_env.admin_token)).status_code == 200
+        again = client.delete("/v1/admin/tokens/rotating", headers=ROOT)
+        assert again.status_code == 404 and again.json()["error"]["code"] == "not_found"
+
+
+def test_an_expired_token_is_refused(make_client: AppFactory, server_env: ServerEnv) -> None:
+    with make_client(token_cache_seconds=0.0) as client:
+        soon = (datetime.now(UTC) + timedelta(seconds=1.5)).isoformat()
+        body = {"name": "short-lived", "scopes": ["query"], "expires_at": soon}
+        token = client.post("/v1/admin/tokens", json=body, headers=ROOT).json()["token"]
+        assert client.post("/v1/query", json=QUESTION, headers=server_env.headers(token)).status_code == 200
+        time.sleep(1.6)
+        refused = client.post("/v1/query", json=QUESTION, headers=server_env.headers(token))
+        assert refused.status_code == 401 and "expired" in refused.json()["error"]["message"]
+
+
+def test_a_token_with_its_own_rate_limit(make_client: AppFactory, server_env: ServerEnv) -> None:
+    with make_client(rate_limit_per_second=100.0, rate_limit_burst=100) as client:
+        body = {"name": "slow", "scopes": ["query"], "rate_per_second": 0.2, "burst": 1}
+        token = client.post("/v1/admin/tokens", json=body, headers=ROOT).json()["token"]
+        codes = [client.post("/v1/query", json=QUESTION, headers=server_env.headers(token)).status_code for _ in "ab"]
+        assert codes == [200, 429]
+        assert (
+            client.post("/v1/query", json=QUESTION, headers=server_env.headers(server_env.query_token)).status_code
+            == 200
+        )
+
+
+def test_bad_token_fields_are_422(client: TestClient) -> None:
+    for body in (
+        {"name": "x y"},
+        {"name": "ok", "scopes": ["root"]},
+        {"name": "ok", "groups": ["Not A Group!"]},
+        {"name": "ok", "groups": ["*", "staff"]},
+        {"name": "ok", "rate_per_second": 0},
+    ):
+        response = client.post("/v1/admin/tokens", json=body, headers=ROOT)
+        assert response.status_code == 422, (body, response.text)
+
+
+def test_an_unreachable_token_store_is_503_and_the_bootstrap_token_still_works(server_env: ServerEnv) -> None:
+    root = Principal("root", token_digest("boot"), frozenset({"query"}))
+    store = TokenStore([root], ttl=0.0)
+    store.attach(TokenTable("postgresql://postgres@127.0.0.1:1/none", "ragline"))
+    assert store.identify("boot") == root
     try:
-        read_tokens_file(path)
-    except TokensFileError as exc:
-        assert "sha256 hex digest" in str(exc)
+        store.identify(server_env.query_token)
+    except StoreUnavailable:
+        pass
     else:
-        raise AssertionError("a short digest must be refused")
+        raise AssertionError("an unreachable token table must not read as 'no such token' nor let the token in")
 
 
-def test_a_token_added_or_revoked_takes_effect_without_a_restart(client: TestClient, server_env: ServerEnv) -> None:
-    token = issue_token(server_env.settings, "rotating", ["admin"])
-    assert client.get("/v1/index/versions", headers=server_env.headers(token)).status_code == 200
-    assert revoke_token(server_env.settings, "rotating") == 1
-    assert client.get("/v1/index/versions", headers=server_env.headers(token)).status_code == 401
-    # The other tokens of the file still work.
-    assert client.get("/v1/index/versions", headers=server_env.headers(server_env.admin_token)).status_code == 200
-
-
-def test_a_tokens_file_broken_while_serving_fails_closed(client: TestClient, server_env: ServerEnv) -> None:
-    path = server_env.settings.data_dir / "tokens.json"
-    good = path.read_text()
-    operator, root = server_env.headers(server_env.admin_token), ROOT
-    try:
-        path.write_text('{"tokens": [')  # an editor's half-saved file
-        assert client.get("/v1/index/versions", headers=operator).status_code == 401
-        assert client.get("/v1/index/versions", headers=root).status_code == 200  # the root token still works
-    finally:
-        path.write_text(good)
-    assert client.get("/v1/index/versions", headers=operator).status_code == 200
+def test_feedback_needs_the_feedback_scope(client: TestClient, server_env: ServerEnv) -> None:
+    reader = server_env.headers(server_env.query_token)  # query only
+    denied = client.post("/v1/feedback", json={"reply_id": "x" * 32, "rating": "up"}, headers=reader)
+    assert denied.status_code == 403 and "'feedback' scope" in denied.json()["error"]["message"]
 
 
 def test_rate_limit_answers_429_with_retry_after(make_client: AppFactory, server_env: ServerEnv) -> None:
@@ -118,32 +176,36 @@ def test_unknown_variant_is_400_listing_the_valid_ones(client: TestClient) -> No
         assert "takes no per-request variant overrides" in error["message"]
 
 
-def test_token_add_command_prints_once_and_stores_the_digest(tmp_path) -> None:  # type: ignore[no-untyped-def]
-    import os
-    import subprocess
-    import sys
+def _ragline(server_env: ServerEnv, *words: str) -> subprocess.CompletedProcess[str]:
+    settings = server_env.settings
+    env = {
+        **os.environ,
+        "RAGLINE_HOME": str(settings.home),
+        "RAGLINE_PROFILE": "services",
+        "RAGLINE_POSTGRES_DSN": str(settings.postgres_dsn),
+        "RAGLINE_REDIS_URL": str(settings.redis_url),
+        "RAGLINE_POSTGRES_SCHEMA": settings.postgres_schema,
+    }
+    return subprocess.run([sys.executable, "-m", "ragline", *words], env=env, capture_output=True, text=True)
 
-    env = {**os.environ, "RAGLINE_HOME": str(tmp_path)}
-    done = subprocess.run(
-        [sys.executable, "-m", "ragline", "token", "add", "ops", "--scope", "admin"],
-        env=env,
-        capture_output=True,
-        text=True,
-        check=True,
-    )
-    token = done.stdout.strip().splitlines()[-1]
-    principal = TokenStore(read_tokens_file(tmp_path / "tokens.json")).identify(token)
-    assert principal is not None and principal.name == "ops" and principal.scopes == {"admin"}
-    assert token not in (tmp_path / "tokens.json").read_text()
 
-    def ragline(*words: str) -> subprocess.CompletedProcess[str]:
-        return subprocess.run([sys.executable, "-m", "ragline", *words], env=env, capture_output=True, text=True)
-
-    again = ragline("token", "add", "ops")
+def test_tokens_command_creates_lists_and_revokes(server_env: ServerEnv) -> None:
+    made = _ragline(server_env, "tokens", "create", "ops", "--scope", "query", "--groups", "staff,eng", "--rate", "3")
+    assert made.returncode == 0, made.stderr
+    token = made.stdout.strip().splitlines()[-1]
+    store = TokenStore([])
+    assert server_env.settings.postgres_dsn is not None
+    store.attach(TokenTable(server_env.settings.postgres_dsn, server_env.settings.postgres_schema))
+    principal = store.identify(token)
+    assert principal is not None and principal.name == "ops" and principal.scopes == {"query"}
+    assert principal.access.groups == {"public", "staff", "eng"} and principal.rate_per_second == 3.0
+    again = _ragline(server_env, "tokens", "create", "ops")
     assert again.returncode == 1 and "a token named 'ops' exists" in again.stderr
-    listed = json.loads(ragline("token", "list", "--json").stdout)
-    assert listed == {"tokens": [{"name": "ops", "scopes": ["admin"], "sha256_prefix": token_digest(token)[:12]}]}
-    assert ragline("token", "revoke", "ops").returncode == 0
-    assert read_tokens_file(tmp_path / "tokens.json") == []
-    missing = ragline("token", "revoke", "ops")
-    assert missing.returncode == 1 and "no token named 'ops'" in missing.stderr
+    listed = {t["name"]: t for t in json.loads(_ragline(server_env, "tokens", "list", "--json").stdout)["tokens"]}
+    assert listed["ops"]["groups"] == ["eng", "staff"] and listed["ops"]["sha256_prefix"] == token_digest(token)[:12]
+    assert _ragline(server_env, "tokens", "revoke", "ops").returncode == 0
+    assert "ops" not in {
+        t["name"] for t in json.loads(_ragline(server_env, "tokens", "list", "--json").stdout)["tokens"]
+    }
+    missing = _ragline(server_env, "tokens", "revoke", "ops")
+    assert missing.returncode == 1 and "no live token named 'ops'" in missing.stderr

@@ -22,11 +22,11 @@ from fastapi.testclient import TestClient
 
 from assets.build import dagster_instance
 from pipelines.adapters.embedded_services import EmbeddedServices
+from pipelines.adapters.token_table import TokenTable
 from pipelines.profiles import open_stores
 from pipelines.settings import Settings
 from server.app import create_app
 from server.builds import BuildRequestBody, RunNotLaunched, dagster_graphql_launcher
-from server.tokens import issue_token
 from tests.corpus import write_corpus
 from tests.server.conftest import services_settings
 from tests.server.test_admin import wait_for_build
@@ -114,7 +114,10 @@ def test_admin_build_runs_on_a_webserver_without_daemon(fresh_settings: Settings
     settings = fresh_settings
     dagster_instance(settings).dispose()  # writes <data dir>/dagster/dagster.yaml, as a first build does
     assert "DefaultRunCoordinator" in (settings.dagster_dir / "dagster.yaml").read_text()
-    operator = {"Authorization": f"Bearer {issue_token(settings, 'operator', ['admin'])}"}
+    assert settings.postgres_dsn is not None
+    table = TokenTable(settings.postgres_dsn, settings.postgres_schema)
+    operator = {"Authorization": f"Bearer {table.create('operator', ['admin'], [])[0]}"}
+    table.close()
     stores = open_stores(settings)
     try:
         assert stores.registry.active() is None
