@@ -133,4 +133,7 @@ def front_matter_access(raw_text: str, document_id: str = "") -> tuple[str, ...]
     values = [value] if isinstance(value, str) else value
     if not isinstance(values, list) or not values:
         raise AccessError(f"{document_id}: front matter 'access' must be a group or a non-empty list of groups")
-    return groups_of(values)
+    try:
+        return groups_of(values)
+    except AccessError as exc:
+        raise AccessError(f"{document_id}: {exc}") from None

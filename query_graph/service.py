@@ -17,7 +17,7 @@ from typing import Any
 
 import structlog
 
-from pipelines.access import EVERYTHING, PUBLIC_ONLY, Access
+from pipelines.access import EVERYTHING, Access
 from pipelines.adapters.embedders import load_embedder
 from pipelines.adapters.redis_cache import CacheUnavailable
 from pipelines.adapters.registry import IndexVersion
@@ -123,15 +123,16 @@ class QueryService:
         language: str | None = None,
         language_probability: float | None = None,
         history: Sequence[Turn] = (),
-        access: Access = PUBLIC_ONLY,
+        access: Access = EVERYTHING,
     ) -> dict[str, Any]:
         """`language` (ISO code) is the language the question was spoken in, with the transcriber's
         `language_probability`: the language gate judges it instead of the words when it is sure enough
         (pipelines/guardrails/screen.py `question_language`). `history`: the conversation's earlier turns,
         oldest first; the question is then made standalone first (node `standalone_question`) and the rest
         of the graph answers that. The reply's `standalone_question` says what was answered. `access`: the
-        caller's groups; retrieval, caches, topic gate and coverage see only the pages they may read (public
-        ones unless told: a caller that forgets to say gets less, never more)."""
+        caller's groups; retrieval, caches, topic gate and coverage see only the pages they may read. The
+        default, every page, is the operator's (command line, evaluations); the server passes each request's
+        token's groups (`server.deps.caller_access`)."""
         started = time.perf_counter()
         with _request_timings(started) as timings, deadline_in(self.settings.request_timeout_seconds):
             chosen, graph = self._graph_for(variants)
@@ -179,7 +180,7 @@ class QueryService:
         top_k: int | None = None,
         variants: dict[str, str] | None = None,
         language: str | None = None,
-        access: Access = PUBLIC_ONLY,
+        access: Access = EVERYTHING,
     ) -> dict[str, Any]:
         """Ranked passages for a search box: the guardrail stage, then the query graph's retrieval (the
         request's variants: fusion, feedback, bridge hop, rerank) up to its top_k, and nothing after it:

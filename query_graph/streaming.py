@@ -18,7 +18,7 @@ import threading
 from collections.abc import Callable, Iterator, Sequence
 from typing import Any
 
-from pipelines.access import PUBLIC_ONLY, Access
+from pipelines.access import EVERYTHING, Access
 from pipelines.answering.citations import markers, split_sentences
 from pipelines.text.followups import Turn
 from query_graph.service import QueryService
@@ -35,7 +35,7 @@ def stream_answer(
     language: str | None = None,
     history: Sequence[Turn] = (),
     on_reply: Callable[[dict[str, Any]], None] | None = None,
-    access: Access = PUBLIC_ONLY,
+    access: Access = EVERYTHING,
 ) -> Iterator[dict[str, Any]]:
     """`language`: the question's language as the caller states it (`QueryService.answer(language=...)`);
     `history`: the conversation's earlier turns. `on_reply` runs on the reply in the worker thread, before the
