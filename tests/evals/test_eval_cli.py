@@ -121,6 +121,22 @@ def test_eval_retrieval_writes_the_contract_and_reuses_its_index(
     assert [r.split(" | ")[5] for r in table.stdout.splitlines()[2:]] == ["held_out"]
 
 
+def test_eval_as_groups_runs_as_a_caller_of_those_groups(env: dict[str, str], source: Path, tmp_path: Path) -> None:
+    """With the CLI reference for `eng` only, a public caller misses the question it answers; an `eng` caller and
+    the operator (no `--as-groups`) find it."""
+    grouped = {**env, "RAGLINE_ACCESS_RULES": json.dumps({"reference/**": ["eng"]})}
+    args = ["retrieval", "--source", str(source), "--exclude", "notes/**", "--golden", str(GOLDEN), "--modes", "hybrid"]
+    ranks = {}
+    for name, extra in (("operator", []), ("public", ["--as-groups", ""]), ("eng", ["--as-groups", "eng"])):
+        out = tmp_path / f"{name}.json"
+        done = ragline(grouped, *args, *extra, "--out", str(out))
+        assert done.returncode == 0, done.stderr
+        ranks[name] = json.loads(out.read_text())["modes"]["hybrid"]["evidence_ranks"]
+    assert ranks["public"]["h-003"] is None and ranks["eng"]["h-003"] is not None
+    assert ranks["operator"] == ranks["eng"]
+    assert all(ranks["public"][q] is not None for q in ("h-001", "h-002", "h-004"))
+
+
 def test_eval_retrieval_rejects_bad_input(env: dict[str, str], source: Path, tmp_path: Path) -> None:
     bad = ragline(
         env, "retrieval", "--source", str(source), "--golden", str(GOLDEN), "--modes", "sparse", "--out", "x.json"
