@@ -369,6 +369,12 @@ class Settings(BaseSettings):
         True, description="Answer a vague question (no subject named) with `clarify` and a question."
     )
     semantic_cache: bool = Field(True, description="Use the semantic cache (needs a threshold, calibrated or set).")
+    semantic_cache_store: Literal["edge", "postgres"] = Field(
+        "edge",
+        description="Where the semantic cache keeps question vectors: `edge`, a Qdrant Edge shard in the data dir "
+        "(one process owns it); `postgres`, a pgvector table in the registry's PostgreSQL that every server "
+        "process shares (needs the `vector` extension).",
+    )
     semantic_cache_threshold: float | None = Field(
         None, description="Least cosine similarity for a semantic-cache hit; unset: the calibrated value, else off."
     )

@@ -30,7 +30,13 @@ import structlog
 
 from pipelines.adapters.redis_cache import CacheUnavailable
 from pipelines.adapters.registry import IndexVersion
-from pipelines.caching.semantic import SemanticCacheUnavailable, lexical_signature, open_semantic_cache
+from pipelines.caching.semantic import (
+    SemanticCacheUnavailable,
+    SemanticIndex,
+    lexical_signature,
+    open_semantic_cache,
+)
+from pipelines.caching.semantic_postgres import PostgresSemanticCache
 from pipelines.guardrails.calibration import apply_calibration, warn_if_units_differ
 from pipelines.guardrails.screen import Verdict
 from pipelines.guardrails.topic_gate import Centroids, GateDecision
@@ -191,13 +197,23 @@ class FrontResult:
 class FrontHalf:
     """Inputs of the front nodes (calibrated thresholds, centroid, semantic shard) and its stages."""
 
-    def __init__(self, settings: Settings, embedder: Embedder, fingerprint: str, cache: Cache) -> None:
+    def __init__(
+        self,
+        settings: Settings,
+        embedder: Embedder,
+        fingerprint: str,
+        cache: Cache,
+        postgres: tuple[str, str] | None = None,
+    ) -> None:
+        """`postgres`: the registry's (DSN, schema), where `semantic_cache_store=postgres` keeps the vectors."""
         applied = apply_calibration(settings, fingerprint)
         self.settings, self.calibrated, self.calibration_version = applied.settings, applied.values, applied.version
         self._applied, self._units_checked = applied, set[str]()
         self.embedder, self.cache = embedder, cache
         self.centroids = Centroids(settings.data_dir)
         self._semantic: dict[str, tuple[float, SemanticSetup]] = {}
+        self._postgres = postgres
+        self._shared: PostgresSemanticCache | None = None
         self._lock = threading.Lock()
         log.info(
             "front_thresholds",
@@ -234,13 +250,23 @@ class FrontHalf:
             if known is not None and (known[1].cache is not None or time.monotonic() - known[0] < _RETRY_SHARD_SECONDS):
                 return known[1]
             try:
-                shard = open_semantic_cache(self.settings.data_dir / "semantic_cache", version, self.embedder.dimension)
-                setup = SemanticSetup(shard, threshold)
+                setup = SemanticSetup(self._semantic_index(version), threshold)
             except SemanticCacheUnavailable as exc:
                 log.warning("semantic_cache_unavailable", version=version, error=str(exc))
                 setup = SemanticSetup(None, threshold, str(exc))
             self._semantic[version] = (time.monotonic(), setup)
             return setup
+
+    def _semantic_index(self, version: str) -> SemanticIndex:
+        """The version's shard, or the table all processes share (one per process, probed before use)."""
+        if self.settings.semantic_cache_store == "edge":
+            return open_semantic_cache(self.settings.data_dir / "semantic_cache", version, self.embedder.dimension)
+        if self._postgres is None:
+            raise SemanticCacheUnavailable("semantic_cache_store=postgres needs the registry's PostgreSQL")
+        if self._shared is None:
+            self._shared = PostgresSemanticCache(*self._postgres, self.embedder.dimension)
+        self._shared.count()  # creates the table; no pgvector, or no PostgreSQL: unavailable, retried later
+        return self._shared
 
     def screen(self, inputs: dict[str, Any]) -> dict[str, Any]:
         """The guardrail stage alone (the question's language, the verdict, vagueness), for a caller that

@@ -64,7 +64,10 @@ class QueryService:
         self.settings, self.stores = settings, stores
         self.embedder = load_embedder(settings.embedding_model)
         # Guardrails, caches, topic gate; its settings carry the calibrated thresholds (CRAG bands too).
-        self.front = FrontHalf(settings, self.embedder, self.embedder.fingerprint.digest, stores.cache)
+        registry = stores.registry
+        self.front = FrontHalf(
+            settings, self.embedder, self.embedder.fingerprint.digest, stores.cache, (registry.dsn, registry.schema)
+        )
         self.settings = settings = self.front.settings
         self.back = BackHalf(settings)  # variants, one driver per variant combination, their clients
         self.driver = self.back.driver(self.back.defaults)

@@ -22,7 +22,7 @@ import time
 import uuid
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 import numpy as np
 import qdrant_edge as qe
@@ -79,6 +79,19 @@ def lexical_signature(question: str) -> str:
 
 def namespace_digest(namespace: str) -> str:
     return hashlib.sha256(namespace.encode()).hexdigest()[:32]
+
+
+class SemanticIndex(Protocol):
+    """Where question vectors are kept: a Qdrant Edge shard of this process (`SemanticCache`) or a table every
+    process shares (`pipelines.caching.semantic_postgres.PostgresSemanticCache`)."""
+
+    def nearest(self, vector: np.ndarray, namespace: str, signature: str, threshold: float) -> SemanticMatch | None: ...
+
+    def add(self, vector: np.ndarray, namespace: str, signature: str, exact_key: str) -> None: ...
+
+    def forget(self, point_id: str) -> None: ...
+
+    def count(self) -> int: ...
 
 
 class SemanticCache:

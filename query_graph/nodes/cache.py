@@ -19,7 +19,7 @@ import numpy as np
 import structlog
 
 from pipelines.adapters.redis_cache import CacheUnavailable
-from pipelines.caching.semantic import SemanticCache, SemanticCacheUnavailable, lexical_signature
+from pipelines.caching.semantic import SemanticCacheUnavailable, SemanticIndex, lexical_signature
 from pipelines.ports import Cache
 from pipelines.text.language import LanguageGuess
 
@@ -37,7 +37,7 @@ class CacheLookup:
 class SemanticSetup:
     """The semantic cache of the active index version, and the threshold in force (None: off)."""
 
-    cache: SemanticCache | None
+    cache: SemanticIndex | None
     threshold: float | None
     unavailable: str | None = None  # why the shard could not be opened, when it could not
 
