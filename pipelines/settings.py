@@ -390,6 +390,11 @@ class Settings(BaseSettings):
         20.0, description="Sustained requests per second allowed per access token (0 disables the limit)."
     )
     rate_limit_burst: int = Field(40, description="Requests a token may make at once before the rate limit applies.")
+    rate_limit_store: Literal["memory", "redis"] = Field(
+        "memory",
+        description="Where the rate limits' buckets live: `memory`, each server process its own; `redis`, one "
+        "bucket per token and per address for every process (the cache's Redis; in-process while it is down).",
+    )
     dagster_url: str | None = Field(
         None,
         description="Dagster webserver URL; index builds go through its GraphQL API when set, in-process otherwise.",

@@ -9,6 +9,7 @@ from contextlib import asynccontextmanager
 from fastapi import FastAPI
 
 from pipelines.adapters.conversations import ConversationStore
+from pipelines.adapters.redis_rate_limit import RedisTokenBuckets
 from pipelines.adapters.reply_log import ReplyLog
 from pipelines.adapters.speech import Transcriber
 from pipelines.adapters.token_table import TokenTable
@@ -41,6 +42,10 @@ def create_app(
         app.state.conversations = ConversationStore(registry.dsn, registry.schema, settings.reply_retention_days)
         app.state.token_table = TokenTable(registry.dsn, registry.schema)
         app.state.tokens.attach(app.state.token_table)
+        if settings.rate_limit_store == "redis":
+            url, prefix = app.state.stores.cache.url, f"{settings.cache_prefix}:rate"
+            app.state.rate_limiter.share(RedisTokenBuckets(url, f"{prefix}:token"))
+            app.state.address_limiter.share(RedisTokenBuckets(url, f"{prefix}:address"))
         app.state.service = QueryService(settings, app.state.stores)
         app.state.query_threads = query.query_threads()  # threads start on first use
         _refuse_mismatched_index(app.state.service)

@@ -21,6 +21,7 @@ from datetime import UTC, datetime
 import structlog
 
 from pipelines.access import EVERYTHING, Access
+from pipelines.adapters.redis_rate_limit import RateStoreUnavailable, RedisTokenBuckets
 from pipelines.adapters.token_table import SCOPES, TokenRecord, TokenTable, token_digest
 from pipelines.settings import Settings
 
@@ -128,12 +129,20 @@ class TokenStore:
 class RateLimiter:
     """A token bucket per key (an access token's digest, a client address): `burst` requests at once, refilled
     at `rate` per second. At most `max_keys` buckets are kept, least recently used out: a flood of addresses
-    costs bounded memory, and a key whose bucket was dropped starts again with a full one."""
+    costs bounded memory, and a key whose bucket was dropped starts again with a full one.
+
+    With `share(buckets)` (`RAGLINE_RATE_LIMIT_STORE=redis`) the buckets live in Redis, one per key for every
+    server process; while Redis is out of reach this process's own buckets limit instead."""
 
     def __init__(self, rate: float, burst: int, max_keys: int = 100_000) -> None:
         self.rate, self.burst, self.max_keys = rate, max(1, burst), max(1, max_keys)
         self._buckets: OrderedDict[str, tuple[float, float]] = OrderedDict()
         self._lock = threading.Lock()
+        self._shared: RedisTokenBuckets | None = None
+        self._warned_at = -1e9
+
+    def share(self, buckets: RedisTokenBuckets) -> None:
+        self._shared = buckets
 
     def take(self, key: str, now: float, rate: float | None = None, burst: int | None = None) -> float:
         """Spend one request; return 0 when allowed, else the seconds until one is available. `rate` and
@@ -142,6 +151,13 @@ class RateLimiter:
         burst = self.burst if burst is None else max(1, burst)
         if rate <= 0:
             return 0.0
+        if self._shared is not None:
+            try:
+                return self._shared.take(key, rate, burst)
+            except RateStoreUnavailable as exc:
+                if now - self._warned_at > 60:
+                    self._warned_at = now
+                    log.warning("rate_limit_store_unavailable", error=str(exc), fallback="in-process buckets")
         with self._lock:
             level, last = self._buckets.pop(key, (float(burst), now))
             level = min(float(burst), level + (now - last) * rate)

@@ -121,3 +121,32 @@ def test_a_timeout_of_zero_turns_it_off_and_an_expired_one_runs_no_node(make_cli
         assert expired.status_code == 504 and "before" in expired.json()["error"]["message"]
     with make_client(rate_limit_per_second=0.0, request_timeout_seconds=0.0) as client:
         assert client.post("/v1/query", json={"question": fresh_question(QUESTION)}, headers=ROOT).status_code == 200
+
+
+def test_a_redis_rate_limit_is_one_bucket_for_every_server_process(
+    make_client: AppFactory, server_env: ServerEnv
+) -> None:
+    """Two server apps (as two processes would) with `rate_limit_store=redis`: a token's requests spend from one
+    bucket whichever app takes them, and so do an address's."""
+    limits = {"rate_limit_store": "redis", "rate_limit_per_second": 0.2, "rate_limit_burst": 2}
+    limits |= {"rate_limit_per_address_per_second": 100.0, "cache_prefix": f"shared-{time.time_ns()}"}
+    reader = server_env.headers(server_env.query_token)
+    with make_client(**limits) as first, make_client(**limits) as second:
+        codes = [app.get("/v1/models", headers=reader).status_code for app in (first, second, first, second)]
+        assert codes == [200, 200, 429, 429]
+        assert second.get("/v1/models", headers=ROOT).status_code == 200  # another token, another bucket
+    per_address = {**limits, "rate_limit_per_second": 0.0, "rate_limit_per_address_per_second": 0.2}
+    per_address["rate_limit_address_burst"] = 2
+    per_address["cache_prefix"] = f"shared-{time.time_ns()}"
+    with make_client(**per_address) as first, make_client(**per_address) as second:
+        codes = [app.get("/v1/models", headers=ROOT).status_code for app in (first, second, first)]
+    assert codes == [200, 200, 429]
+
+
+def test_a_rate_limit_whose_redis_is_down_limits_in_process() -> None:
+    from pipelines.adapters.redis_rate_limit import RedisTokenBuckets
+
+    limiter = RateLimiter(rate=0.5, burst=2)
+    limiter.share(RedisTokenBuckets("redis://127.0.0.1:1/0", "down"))
+    now = time.monotonic()
+    assert [limiter.take("token", now) > 0 for _ in range(3)] == [False, False, True]
