@@ -8,6 +8,7 @@ from contextlib import asynccontextmanager
 
 from fastapi import FastAPI
 
+from pipelines.adapters.build_log import BuildLog
 from pipelines.adapters.conversations import ConversationStore
 from pipelines.adapters.redis_rate_limit import RedisTokenBuckets
 from pipelines.adapters.reply_log import ReplyLog
@@ -42,6 +43,8 @@ def create_app(
         app.state.conversations = ConversationStore(registry.dsn, registry.schema, settings.reply_retention_days)
         app.state.token_table = TokenTable(registry.dsn, registry.schema)
         app.state.tokens.attach(app.state.token_table)
+        app.state.build_log = BuildLog(registry.dsn, registry.schema)
+        app.state.builds.attach(app.state.build_log)
         if settings.rate_limit_store == "redis":
             url, prefix = app.state.stores.cache.url, f"{settings.cache_prefix}:rate"
             app.state.rate_limiter.share(RedisTokenBuckets(url, f"{prefix}:token"))
@@ -64,6 +67,7 @@ def create_app(
             app.state.reply_log.close()  # writes what is queued
             app.state.conversations.close()
             app.state.token_table.close()
+            app.state.build_log.close()
             _close_active_index(app.state.service)
             if app.state.tracer is not None:
                 app.state.tracer.shutdown()

@@ -19,6 +19,7 @@ from urllib.parse import urlparse
 
 import structlog
 
+from pipelines.adapters.build_log import BuildLog
 from pipelines.settings import Settings
 
 log = structlog.get_logger(__name__)
@@ -64,17 +65,31 @@ class NoLauncher(RuntimeError):
 
 
 class BuildTracker:
-    """Starts builds in background threads, one at a time, and remembers their state."""
+    """Starts builds in background threads, one at a time, and remembers their state: in PostgreSQL once the
+    app attaches its `BuildLog` (every server process sees every build, and one runs at a time across them),
+    in this process's memory before."""
+
+    HEARTBEAT_SECONDS = 10.0
 
     def __init__(self, launcher: BuildLauncher | None, via: str) -> None:
         self.launcher, self.via = launcher, via
         self._builds: dict[str, Build] = {}
         self._lock = threading.Lock()
+        self.log: BuildLog | None = None
+
+    def attach(self, log: BuildLog) -> None:
+        self.log = log
 
     def start(self, request: BuildRequestBody) -> tuple[Build, bool]:
         """(build, started): a build already running is returned instead of starting a second one."""
         if self.launcher is None:
             raise NoLauncher("index builds need RAGLINE_DAGSTER_URL or a server started by `ragline serve`")
+        if self.log is not None:
+            row, started = self.log.claim(uuid.uuid4().hex[:16], self.via, _request_dict(request))
+            build = _build_of(row)
+            if started:
+                threading.Thread(target=self._run, args=(build,), name=f"index-build-{build.id}", daemon=True).start()
+            return build, started
         with self._lock:
             running = [b for b in self._builds.values() if b.state not in TERMINAL]
             if running:
@@ -85,11 +100,18 @@ class BuildTracker:
         return build, True
 
     def get(self, build_id: str) -> Build | None:
+        if self.log is not None:
+            row = self.log.get(build_id)
+            return None if row is None else _build_of(row)
         return self._builds.get(build_id)
 
     def _run(self, build: Build) -> None:
         assert self.launcher is not None
         build.state = "running"
+        beating = threading.Event()
+        if self.log is not None:
+            self.log.update(build.id, "running")
+            threading.Thread(target=self._beat, args=(build.id, beating), daemon=True).start()
         try:
             build.result = self.launcher(build.request)
             build.state = "succeeded"
@@ -98,6 +120,40 @@ class BuildTracker:
             log.warning("index_build_failed", build=build.id, error=build.error)
         finally:
             build.finished_at = dt.datetime.now(dt.UTC).isoformat()
+            beating.set()
+            if self.log is not None:
+                try:
+                    self.log.update(build.id, build.state, build.result, build.error)
+                except Exception as exc:  # the registry is down: the heartbeat stops, the build reads abandoned
+                    log.warning("build_state_unrecorded", build=build.id, error=str(exc))
+
+    def _beat(self, build_id: str, stop: threading.Event) -> None:
+        """Renew the running build's heartbeat, so other processes know it is alive."""
+        assert self.log is not None
+        while not stop.wait(self.HEARTBEAT_SECONDS):
+            try:
+                self.log.heartbeat(build_id)
+            except Exception as exc:
+                log.warning("build_heartbeat_failed", build=build_id, error=str(exc))
+
+
+def _request_dict(request: BuildRequestBody) -> dict[str, Any]:
+    return {"source": request.source, "strategy": request.strategy, "force": request.force}
+
+
+def _build_of(row: dict[str, Any]) -> Build:
+    """A build as the API shows it, from its `BuildLog` row."""
+    finished = row.get("finished_at")
+    return Build(
+        id=row["id"],
+        via=row["via"],
+        request=BuildRequestBody(**row["request"]),
+        state=row["state"],
+        created_at=row["created_at"].isoformat(),
+        finished_at=None if finished is None else finished.isoformat(),
+        result=dict(row.get("result") or {}),
+        error=row.get("error"),
+    )
 
 
 # Run statuses of a run no run worker has picked up yet.

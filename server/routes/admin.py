@@ -67,18 +67,22 @@ async def start_build(body: BuildBody, request: Request, settings: SettingsDep) 
             f"{body.source!r} is neither",
         )
     try:
-        build, started = tracker.start(BuildRequestBody(body.source, body.strategy, body.force))
+        build, started = await run_in_threadpool(
+            tracker.start, BuildRequestBody(body.source, body.strategy, body.force)
+        )
     except NoLauncher as exc:
         raise ApiError(503, "no_build_launcher", str(exc)) from exc
+    except StoreUnavailable as exc:
+        raise ApiError(503, "registry_unavailable", str(exc)) from exc
     return {**build.as_dict(), "started": started}
 
 
 @router.get("/v1/admin/index/builds/{build_id}", responses=NOT_FOUND)
 async def get_build(build_id: str, request: Request) -> dict[str, Any]:
     """State of a build started over this API: queued, running, succeeded or failed (with the error)."""
-    build = request.app.state.builds.get(build_id)
+    build = await run_in_threadpool(_registry_call, request.app.state.builds.get, build_id)
     if build is None:
-        raise ApiError(404, "not_found", f"no build {build_id!r} on this server")
+        raise ApiError(404, "not_found", f"no build {build_id!r} on this deployment")
     return build.as_dict()
 
 

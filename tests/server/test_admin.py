@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import threading
 import time
 from pathlib import Path
 from typing import Any
@@ -83,6 +84,31 @@ def test_build_errors_and_unknown_ids(make_client: AppFactory, server_env: Serve
     with make_client() as client:  # no launcher and no Dagster webserver: a clear 503
         refused = client.post("/v1/admin/index/builds", json={}, headers=operator)
         assert refused.status_code == 503 and "RAGLINE_DAGSTER_URL" in refused.json()["error"]["message"]
+
+
+def test_every_server_process_sees_every_build_and_one_runs_at_a_time(
+    make_client: AppFactory, server_env: ServerEnv
+) -> None:
+    """Builds are kept in PostgreSQL: a build one app (one server process) started is the one another app
+    reports and returns instead of starting a second; both see it finish."""
+    operator = server_env.headers(server_env.admin_token)
+    release = threading.Event()
+
+    def slow(body: BuildRequestBody) -> dict[str, Any]:
+        assert release.wait(60)
+        return {"version": "v-test", "built": False}
+
+    with make_client(build_launcher=slow) as first, make_client(build_launcher=slow) as second:
+        started = first.post("/v1/admin/index/builds", json={}, headers=operator).json()
+        assert started["started"] is True
+        again = second.post("/v1/admin/index/builds", json={}, headers=operator).json()
+        assert again["started"] is False and again["id"] == started["id"]
+        seen = second.get(f"/v1/admin/index/builds/{started['id']}", headers=operator).json()
+        assert seen["state"] in ("queued", "running") and seen["via"] == "in-process"
+        release.set()
+        done = wait_for_build(second, started["id"], operator)
+        assert done["state"] == "succeeded" and done["result"] == {"version": "v-test", "built": False}
+        assert wait_for_build(first, started["id"], operator) == done
 
 
 def test_cache_flush_empties_the_answer_cache(client: TestClient, server_env: ServerEnv) -> None:
