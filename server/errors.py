@@ -7,6 +7,7 @@ then leave those paths in that shape, with the status it chooses.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from typing import Any
 
@@ -58,6 +59,26 @@ def error_response(
     return JSONResponse(error_body(code, message), status_code=status, headers=headers)
 
 
+_METHODS = frozenset({"get", "put", "post", "delete", "patch", "options", "head", "trace"})
+
+
+def _allowed_methods(app: FastAPI, path: str) -> list[str]:
+    """Every method the API documents for `path` (its OpenAPI paths, read once), HEAD beside GET as Starlette
+    answers it; empty for a path the schema does not hold."""
+    table = getattr(app.state, "allowed_methods", None)
+    if table is None:
+        table = [
+            (
+                re.compile("^" + re.sub(r"\\{[^/]+?\\}", "[^/]+", re.escape(template)) + "$"),
+                {m.upper() for m in ops if m in _METHODS},
+            )
+            for template, ops in app.openapi().get("paths", {}).items()
+        ]
+        app.state.allowed_methods = table
+    methods = {m for pattern, ops in table if pattern.match(path) for m in ops}
+    return sorted(methods | ({"HEAD"} if "GET" in methods else set()))
+
+
 def install_error_handlers(app: FastAPI) -> None:
     app.state.error_shapes = []
 
@@ -79,8 +100,15 @@ def install_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(StarletteHTTPException)
     async def http_error(request: Request, exc: StarletteHTTPException) -> JSONResponse:
         code = {404: "not_found", 405: "method_not_allowed"}.get(exc.status_code, "http_error")
-        # Starlette's own headers go out too: a 405 names the methods the path allows (`Allow`, RFC 9110).
-        return error_response(request, exc.status_code, code, str(exc.detail), dict(exc.headers or {}) or None)
+        # Starlette's own headers go out too: a 405 names the methods the path allows (`Allow`, RFC 9110). Starlette
+        # names those of the first route of the path only; a path of several routes (GET and POST on
+        # /v1/admin/tokens) gets all of theirs.
+        headers = dict(exc.headers or {})
+        if exc.status_code == 405:
+            methods = _allowed_methods(request.app, request.url.path)
+            if methods:
+                headers["Allow"] = ", ".join(methods)
+        return error_response(request, exc.status_code, code, str(exc.detail), headers or None)
 
     @app.exception_handler(Exception)
     async def unexpected(request: Request, exc: Exception) -> JSONResponse:

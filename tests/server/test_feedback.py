@@ -40,8 +40,15 @@ def test_replies_carry_an_id_and_feedback_is_kept_once_per_token(client: TestCli
     assert kept.status_code == 201 and kept.json() == {"reply_id": reply_id, "rating": "down", "kept": True}
     twice = client.post("/v1/feedback", json={**down, "rating": "up"}, headers=ROOT)
     assert twice.status_code == 409 and twice.json()["error"]["code"] == "already_rated"
-    reader = server_env.headers(server_env.query_token)
-    assert client.post("/v1/feedback", json={**down, "rating": "up"}, headers=reader).status_code == 201
+    reader = server_env.headers(server_env.query_token)  # the `query` scope alone may not rate
+    assert client.post("/v1/feedback", json={**down, "rating": "up"}, headers=reader).status_code == 403
+    rater = client.post(
+        "/v1/admin/tokens", json={"name": f"rater-{reply_id[:6]}", "scopes": ["feedback"]}, headers=ROOT
+    )
+    rated = client.post(
+        "/v1/feedback", json={**down, "rating": "up"}, headers=server_env.headers(rater.json()["token"])
+    )
+    assert rated.status_code == 201
 
     with psycopg.connect(str(server_env.settings.postgres_dsn)) as conn:
         schema = server_env.settings.postgres_schema
@@ -53,7 +60,7 @@ def test_replies_carry_an_id_and_feedback_is_kept_once_per_token(client: TestCli
         ).fetchall()
     assert [r[4] for r in row] == ["down", "up"] and row[0][5] == "It should say how to keep them longer."
     assert row[0][1] == "answered" and row[0][2] == server_env.version and row[0][3]
-    assert row[1][6] == "reader"
+    assert row[1][6] == f"rater-{reply_id[:6]}"
 
 
 def test_feedback_for_a_reply_that_does_not_exist_or_malformed_is_refused(client: TestClient) -> None:
