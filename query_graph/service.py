@@ -287,8 +287,14 @@ class QueryService:
 
 def visible_index(version: IndexVersion, index: VectorIndex, access: Access) -> VectorIndex:
     """The index as a caller of `access` may read it: filtered by its groups in every store query. A version
-    built before access groups existed (no `access` in its chunk settings) holds public pages only."""
-    if access.unrestricted or "access" not in version.chunk_settings:
+    built before access groups existed (no `access` in its chunk settings) holds public pages only, and a caller
+    in every group the version's pages hold (the public caller of an all-public index) may read it all: no
+    filter for either."""
+    recorded = version.chunk_settings.get("access")
+    if access.unrestricted or recorded is None:
+        return index
+    held = recorded.get("groups")
+    if held is not None and access.groups is not None and set(held) <= access.groups:
         return index
     return index.restricted(access)
 

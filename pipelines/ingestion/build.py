@@ -297,12 +297,15 @@ def new_version_record(
     avg_length: float,
 ) -> IndexVersion:
     embedder = load_embedder(request.embedding_model)
+    settings = request.chunk_settings()
+    # The groups the pages hold (recorded, not part of the digest): a caller in all of them needs no filter.
+    settings["access"] = {**settings["access"], "groups": sorted({g for d in documents for g in d.access})}
     return IndexVersion(
         version=version,
         source=request.source,
         fingerprint=embedder.fingerprint.digest,
         embedding={"name": request.embedding_model, **embedder.fingerprint.as_dict()},
-        chunk_settings=request.chunk_settings(),
+        chunk_settings=settings,
         strategies=list(request.strategies),
         languages=sorted({d.language for d in documents}),
         location=location,

@@ -18,6 +18,7 @@ from pipelines.ingestion.dense_units import embedding_text
 from pipelines.profiles import open_stores
 from pipelines.settings import Settings
 from pipelines.text import analysis
+from query_graph.service import visible_index
 
 
 def test_front_matter_wins_then_the_first_matching_rule_then_the_default() -> None:
@@ -73,6 +74,10 @@ def test_a_build_stores_each_pages_groups_and_a_callers_view_holds_only_its_page
         index = stores.open_index(version.location)
         chunks = index.scroll_chunks()
         assert {c.document_id: c.access for c in chunks} == GROUPS
+        # The version records the groups its pages hold: a caller in all of them reads the index unfiltered.
+        assert version.chunk_settings["access"]["groups"] == ["eng", "public", "staff"]
+        assert visible_index(version, index, Access.of(["eng", "staff"])) is index
+        assert visible_index(version, index, Access.of(["staff"])) is not index
         embedder = load_embedder(grouped_settings.embedding_model)
         query = embedder.embed_query("How do I install harbor and upload artefacts?")
         words = analysis.query_vector("harbor install sync registry upload port")
