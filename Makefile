@@ -53,7 +53,7 @@ lint: install
 
 # The Dagster UI on the same storage the CLI and server use (embedded profile).
 dagster: install
-	DAGSTER_HOME=$(CURDIR) $(VENV)/bin/dagster dev -w workspace.yaml
+	$(VENV)/bin/ragline dagster
 
 clean:
 	rm -rf $(VENV) $(LLM_VENV) .pytest_cache .ruff_cache .mypy_cache

@@ -8,10 +8,10 @@ import sys
 import warnings
 
 from pipelines.settings import Settings
-from ragline.cli import calibrate, feedback, index, mcp, query, serve, tokens
+from ragline.cli import calibrate, dagster, feedback, index, mcp, query, serve, tokens
 from ragline.cli import eval as eval_cli
 
-COMMAND_MODULES = [serve, tokens, index, query, mcp, eval_cli, calibrate, feedback]
+COMMAND_MODULES = [serve, tokens, index, dagster, query, mcp, eval_cli, calibrate, feedback]
 
 
 def parser() -> argparse.ArgumentParser:
