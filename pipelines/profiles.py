@@ -53,7 +53,9 @@ class Stores:
         if self.uses_qdrant_server:
             from pipelines.adapters.qdrant_server import QdrantCollectionWriter
 
-            return QdrantCollectionWriter(self.qdrant(), location, dimension, units)
+            return QdrantCollectionWriter(
+                self.qdrant(), location, dimension, units, self.settings.qdrant_replication_factor
+            )
         return EdgeShardWriter(Path(location), dimension, units)
 
     def open_index(self, location: str) -> VectorIndex:

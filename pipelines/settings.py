@@ -85,6 +85,9 @@ class Settings(BaseSettings):
     )
     redis_url: str | None = Field(None, description="Redis URL (services profile; embedded starts its own).")
     qdrant_url: str | None = Field(None, description="Qdrant server URL (services profile).")
+    qdrant_replication_factor: int | None = Field(
+        None, ge=1, description="Copies of each shard of a new collection on a Qdrant cluster (unset: its default)."
+    )
 
     embedding_model: str = Field(
         "bge-small-en-v1.5-int8",

@@ -46,7 +46,15 @@ def _sparse(vector: SparseVector) -> models.SparseVector:
 
 
 class QdrantCollectionWriter:
-    def __init__(self, client: QdrantClient, collection: str, dimension: int, units: bool = False) -> None:
+    def __init__(
+        self,
+        client: QdrantClient,
+        collection: str,
+        dimension: int,
+        units: bool = False,
+        replication_factor: int | None = None,
+    ) -> None:
+        """`replication_factor`: copies of each shard on a Qdrant cluster (None: the cluster's default)."""
         self.client, self.collection, self.units = client, collection, units
         if client.collection_exists(collection):
             client.delete_collection(collection)
@@ -60,6 +68,7 @@ class QdrantCollectionWriter:
             collection,
             vectors_config=vectors,
             sparse_vectors_config={SPARSE: models.SparseVectorParams(modifier=models.Modifier.IDF)},
+            replication_factor=replication_factor,
         )
         for field in ("strategy", "language", ACCESS):
             client.create_payload_index(collection, field, models.PayloadSchemaType.KEYWORD)
