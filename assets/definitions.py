@@ -5,6 +5,7 @@ from dagster import (
     DefaultScheduleStatus,
     DefaultSensorStatus,
     Definitions,
+    JobDefinition,
     MetadataValue,
     Nothing,
     OpExecutionContext,
@@ -19,6 +20,7 @@ from dagster import (
     op,
     sensor,
 )
+from dagster_celery import celery_executor
 
 from assets.build import build_index
 from assets.ingestion import INGESTION_ASSETS, INGESTION_CHECKS, STRATEGY_PARTITIONS
@@ -30,9 +32,21 @@ from pipelines.settings import Settings
 SETTINGS = Settings()
 
 # By hand in the UI: materialise documents, backfill the `chunks` partitions, then the rest.
-documents_job = define_asset_job("documents", selection=["source_documents", "clean_documents"])
+DOCUMENTS = ["source_documents", "clean_documents"]
+REST = ["embeddings", "shadow_collection", "active_index"]
+documents_job = define_asset_job("documents", selection=DOCUMENTS)
 chunks_job = define_asset_job("chunks_by_strategy", selection=["chunks"], partitions_def=STRATEGY_PARTITIONS)
-rest_job = define_asset_job("embed_and_activate", selection=["embeddings", "shadow_collection", "active_index"])
+rest_job = define_asset_job("embed_and_activate", selection=REST)
+
+# The same three stages on the Celery executor: each step a task on whichever Celery worker takes it (RabbitMQ
+# the broker), the values between steps in the shared I/O folder (`assets/build.py` `build_index_on_celery`).
+celery_jobs = [
+    define_asset_job("documents_on_celery", selection=DOCUMENTS, executor_def=celery_executor),
+    define_asset_job(
+        "chunks_on_celery", selection=["chunks"], partitions_def=STRATEGY_PARTITIONS, executor_def=celery_executor
+    ),
+    define_asset_job("embed_and_activate_on_celery", selection=REST, executor_def=celery_executor),
+]
 
 
 @op(required_resource_keys={"ragline"}, out=Out(Nothing))
@@ -98,7 +112,7 @@ def source_changed_sensor(context: SensorEvaluationContext) -> RunRequest | Skip
 defs = Definitions(
     assets=INGESTION_ASSETS,
     asset_checks=INGESTION_CHECKS,
-    jobs=[index_build_job, documents_job, chunks_job, rest_job],
+    jobs=[index_build_job, documents_job, chunks_job, rest_job, *celery_jobs],
     schedules=[index_build_schedule],
     sensors=[source_changed_sensor],
     resources={
@@ -106,3 +120,16 @@ defs = Definitions(
         "io_manager": PickleFolderIOManager(base_dir=str(SETTINGS.dagster_dir / "io" / "ui")),
     },
 )
+
+
+def documents_on_celery() -> JobDefinition:
+    """The stages on Celery as module-level functions: what `reconstructable` needs to find them in a worker."""
+    return defs.resolve_job_def("documents_on_celery")
+
+
+def chunks_on_celery() -> JobDefinition:
+    return defs.resolve_job_def("chunks_on_celery")
+
+
+def embed_and_activate_on_celery() -> JobDefinition:
+    return defs.resolve_job_def("embed_and_activate_on_celery")

@@ -37,6 +37,8 @@ def cmd_index_build(args: argparse.Namespace) -> int:
     settings = settings_from(args)
     if args.strategy:
         settings = settings.model_copy(update={"build_strategies": args.strategy})
+    if args.executor == "celery":
+        return _build_on_celery(settings, args)
     stores = open_stores(settings)
     try:
         request = BuildRequest.from_settings(settings)
@@ -55,6 +57,24 @@ def cmd_index_build(args: argparse.Namespace) -> int:
         stores.close()
     if args.json:
         print_json({"version": outcome.version, "built": outcome.built, "run_id": outcome.run_id, **outcome.summary})
+    return 0
+
+
+def _build_on_celery(settings: Any, args: argparse.Namespace) -> int:
+    """The build's steps on the Celery workers of `--broker` (assets/celery_build.py); they read the other
+    settings from their own environment."""
+    from assets.build import BuildFailed
+    from assets.celery_build import build_index_on_celery
+
+    print(f"ragline: building on the Celery workers of {args.broker} ...", file=sys.stderr, flush=True)
+    try:
+        built = build_index_on_celery(settings, args.broker, force=args.force)
+    except (BuildFailed, ValueError) as exc:
+        print(f"ragline: {exc}", file=sys.stderr)
+        return 1
+    print(f"ragline: built {built.version} in {built.seconds:.1f} s on Celery", file=sys.stderr, flush=True)
+    if args.json:
+        print_json({"version": built.version, "run_ids": list(built.run_ids), "executor": "celery"})
     return 0
 
 
@@ -126,6 +146,14 @@ def register(commands: Any) -> None:
         help="chunk strategy to build as well as RAGLINE_CHUNK_STRATEGY (heading, heading_packed, fixed, sentence_window); repeatable",
     )
     build.add_argument("--json", action="store_true")
+    build.add_argument(
+        "--executor",
+        choices=["in-process", "celery"],
+        default="in-process",
+        help="where the build's steps run: this process, or Celery workers (`celery -A dagster_celery.app worker "
+        "-Q dagster`, started with the same RAGLINE_* variables)",
+    )
+    build.add_argument("--broker", default="pyamqp://guest:guest@127.0.0.1:5672//", help="the Celery broker (RabbitMQ)")
     build.set_defaults(func=cmd_index_build)
     status = actions.add_parser("status", help="the active index")
     status.add_argument("--json", action="store_true")
