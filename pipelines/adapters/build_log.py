@@ -8,30 +8,28 @@ was abandoned (its process stopped): the next start marks it failed and may begi
 
 from __future__ import annotations
 
-import re
 from typing import Any
 
 import psycopg
 from psycopg.types.json import Jsonb
 
-from pipelines.adapters.postgres_pool import PostgresPool
+from pipelines.adapters.postgres_pool import PostgresPool, checked_schema, ensure_tables
 
 TERMINAL = ("succeeded", "failed")
 
 
 class BuildLog:
     def __init__(self, dsn: str, schema: str = "ragline", stale_seconds: float = 120.0) -> None:
-        if not re.fullmatch(r"[a-z_][a-z0-9_]*", schema):
-            raise ValueError(f"invalid schema name {schema!r}")
-        self.schema, self.stale_seconds = schema, stale_seconds
+        self.schema, self.stale_seconds = checked_schema(schema), stale_seconds
         self.pool = PostgresPool(dsn, f"build log ({schema})", self._ensure, max_size=2)
 
     def _ensure(self, conn: psycopg.Connection[dict[str, Any]]) -> None:
         s = self.schema
-        with conn.cursor() as cur:
-            cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"ragline-builds-{s}",))
-            cur.execute(f"CREATE SCHEMA IF NOT EXISTS {s}")
-            cur.execute(
+        ensure_tables(
+            conn,
+            s,
+            "builds",
+            [
                 f"""CREATE TABLE IF NOT EXISTS {s}.index_builds (
                     id text PRIMARY KEY,
                     via text NOT NULL,
@@ -43,8 +41,8 @@ class BuildLog:
                     result jsonb NOT NULL DEFAULT '{{}}',
                     error text
                 )"""
-            )
-        conn.commit()
+            ],
+        )
 
     def claim(self, build_id: str, via: str, request: dict[str, Any]) -> tuple[dict[str, Any], bool]:
         """(row, started): the build already running anywhere, or a new queued row for this one."""

@@ -4,6 +4,7 @@ first connection, and every connection failure or wait past `timeout` raised as 
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Callable, Iterator
 from contextlib import contextmanager
@@ -16,6 +17,24 @@ from psycopg_pool import ConnectionPool
 from pipelines.ports import StoreUnavailable
 
 Connection = psycopg.Connection[dict[str, Any]]
+
+
+def checked_schema(schema: str) -> str:
+    """A schema name safe to write into SQL (it cannot be a query parameter), else a ValueError."""
+    if not re.fullmatch(r"[a-z_][a-z0-9_]*", schema):
+        raise ValueError(f"invalid schema name {schema!r}")
+    return schema
+
+
+def ensure_tables(conn: Connection, schema: str, store: str, statements: list[str]) -> None:
+    """A store's schema and tables, made once under an advisory lock (several processes may start at once), then
+    committed: an `ensure` for `PostgresPool`."""
+    with conn.cursor() as cur:
+        cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"ragline-{store}-{schema}",))
+        cur.execute(f"CREATE SCHEMA IF NOT EXISTS {schema}")
+        for statement in statements:
+            cur.execute(statement)  # DDL of the store's own, its schema checked
+    conn.commit()
 
 
 class PostgresPool:

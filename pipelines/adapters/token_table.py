@@ -18,7 +18,7 @@ from typing import Any
 import psycopg
 
 from pipelines.access import EVERY_GROUP, groups_of
-from pipelines.adapters.postgres_pool import PostgresPool
+from pipelines.adapters.postgres_pool import PostgresPool, checked_schema, ensure_tables
 
 SCOPES = ("query", "feedback", "admin")
 _NAME = re.compile(r"[A-Za-z0-9][A-Za-z0-9_.@-]{0,63}")
@@ -70,17 +70,16 @@ def check_token_fields(name: str, scopes: list[str], groups: list[str]) -> tuple
 
 class TokenTable:
     def __init__(self, dsn: str, schema: str = "ragline") -> None:
-        if not re.fullmatch(r"[a-z_][a-z0-9_]*", schema):
-            raise ValueError(f"invalid schema name {schema!r}")
-        self.dsn, self.schema = dsn, schema
+        self.dsn, self.schema = dsn, checked_schema(schema)
         self.pool = PostgresPool(dsn, f"token store ({schema})", self._ensure, max_size=2)
 
     def _ensure(self, conn: psycopg.Connection[dict[str, Any]]) -> None:
         s = self.schema
-        with conn.cursor() as cur:
-            cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"ragline-tokens-{s}",))
-            cur.execute(f"CREATE SCHEMA IF NOT EXISTS {s}")
-            cur.execute(
+        ensure_tables(
+            conn,
+            s,
+            "tokens",
+            [
                 f"""CREATE TABLE IF NOT EXISTS {s}.access_tokens (
                     digest text PRIMARY KEY,
                     name text NOT NULL,
@@ -91,13 +90,11 @@ class TokenTable:
                     burst integer,
                     created_at timestamptz NOT NULL DEFAULT now(),
                     revoked_at timestamptz
-                )"""
-            )
-            cur.execute(
+                )""",
                 f"CREATE UNIQUE INDEX IF NOT EXISTS access_tokens_live_name ON {s}.access_tokens (name) "
-                "WHERE revoked_at IS NULL"
-            )
-        conn.commit()
+                "WHERE revoked_at IS NULL",
+            ],
+        )
 
     def create(
         self,

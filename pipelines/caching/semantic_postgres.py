@@ -15,7 +15,6 @@ the `vector` extension, is `SemanticCacheUnavailable`: the lookup is a bypass, n
 
 from __future__ import annotations
 
-import re
 import time
 import uuid
 from typing import Any
@@ -24,7 +23,7 @@ import numpy as np
 import psycopg
 import structlog
 
-from pipelines.adapters.postgres_pool import PostgresPool
+from pipelines.adapters.postgres_pool import PostgresPool, checked_schema, ensure_tables
 from pipelines.caching.semantic import SemanticCacheUnavailable, SemanticMatch, namespace_digest
 from pipelines.ports import StoreUnavailable
 
@@ -37,19 +36,18 @@ def _vector(values: np.ndarray) -> str:
 
 class PostgresSemanticCache:
     def __init__(self, dsn: str, schema: str, dimension: int, keep_seconds: float = 86_400.0) -> None:
-        if not re.fullmatch(r"[a-z_][a-z0-9_]*", schema):
-            raise ValueError(f"invalid schema name {schema!r}")
-        self.schema, self.dimension, self.keep_seconds = schema, dimension, keep_seconds
+        self.schema, self.dimension, self.keep_seconds = checked_schema(schema), dimension, keep_seconds
         self.pool = PostgresPool(dsn, f"semantic cache ({schema})", self._ensure, max_size=4)
         self._pruned_at = 0.0
 
     def _ensure(self, conn: psycopg.Connection[dict[str, Any]]) -> None:
         s = self.schema
-        with conn.cursor() as cur:
-            cur.execute("SELECT pg_advisory_xact_lock(hashtext(%s))", (f"ragline-semantic-{s}",))
-            cur.execute("CREATE EXTENSION IF NOT EXISTS vector")
-            cur.execute(f"CREATE SCHEMA IF NOT EXISTS {s}")
-            cur.execute(
+        ensure_tables(
+            conn,
+            s,
+            "semantic",
+            [
+                "CREATE EXTENSION IF NOT EXISTS vector",
                 f"""CREATE TABLE IF NOT EXISTS {s}.semantic_cache (
                     id uuid PRIMARY KEY,
                     namespace text NOT NULL,
@@ -57,13 +55,11 @@ class PostgresSemanticCache:
                     key text NOT NULL,
                     created_at timestamptz NOT NULL DEFAULT now(),
                     question vector({self.dimension}) NOT NULL
-                )"""
-            )
-            cur.execute(
-                f"CREATE INDEX IF NOT EXISTS semantic_cache_lookup ON {s}.semantic_cache (namespace, signature)"
-            )
-            cur.execute(f"CREATE INDEX IF NOT EXISTS semantic_cache_created ON {s}.semantic_cache (created_at)")
-        conn.commit()
+                )""",
+                f"CREATE INDEX IF NOT EXISTS semantic_cache_lookup ON {s}.semantic_cache (namespace, signature)",
+                f"CREATE INDEX IF NOT EXISTS semantic_cache_created ON {s}.semantic_cache (created_at)",
+            ],
+        )
 
     def _run(self, what: str, sql: str, params: tuple[Any, ...]) -> list[dict[str, Any]]:
         try:
