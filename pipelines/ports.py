@@ -2,9 +2,10 @@
 
 from __future__ import annotations
 
+import copy
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
-from typing import Any, Protocol, runtime_checkable
+from typing import Any, Protocol, Self, runtime_checkable
 
 import numpy as np
 
@@ -44,6 +45,21 @@ class Embedder(Protocol):
     ) -> np.ndarray: ...
 
     def embed_query(self, text: str) -> np.ndarray: ...
+
+
+class CallerViews:
+    """What a vector-store adapter's `restricted(access)` shares: a shallow copy of the index (the same client or
+    shard) whose `visible` groups its queries add to their filter, and whose `access_key` names them."""
+
+    visible: list[str] | None = None  # None: every chunk
+    access_key = "*"
+
+    def restricted(self, access: Access) -> Self:
+        if access.groups is None:
+            return self
+        view = copy.copy(self)
+        view.visible, view.access_key = sorted(access.groups), access.key
+        return view
 
 
 @runtime_checkable

@@ -5,7 +5,6 @@ Qdrant's engine runs in-process; a shard is built once by ingestion and then onl
 
 from __future__ import annotations
 
-import copy
 import shutil
 import threading
 from collections.abc import Sequence
@@ -15,9 +14,8 @@ from typing import Any
 import numpy as np
 import qdrant_edge as qe
 
-from pipelines.access import Access
 from pipelines.documents import Chunk, chunk_key
-from pipelines.ports import Hit, Ranked, StoreUnavailable
+from pipelines.ports import CallerViews, Hit, Ranked, StoreUnavailable
 from pipelines.text.analysis import SparseVector
 
 DENSE, SPARSE = "dense", "bm25"
@@ -119,20 +117,10 @@ class EdgeShardWriter:
         self._shard.close()
 
 
-class EdgeShardIndex:
+class EdgeShardIndex(CallerViews):
     """Read side of a built shard. `restricted(access)` is a view of it for one caller: every search, scroll,
     read by id and count of the view sees only the chunks of the caller's access groups, filtered inside the
     engine's query (never after the top k). The view shares the shard; closing the index closes it."""
-
-    visible: list[str] | None = None  # the view's access groups; None: every chunk
-    access_key = "*"
-
-    def restricted(self, access: Access) -> EdgeShardIndex:
-        if access.groups is None:
-            return self
-        view = copy.copy(self)
-        view.visible, view.access_key = sorted(access.groups), access.key
-        return view
 
     def __init__(self, path: Path) -> None:
         if not path.is_dir():

@@ -5,17 +5,15 @@ Tested against `qdrant-client`'s local mode, its pure-Python stand-in for a serv
 
 from __future__ import annotations
 
-import copy
 from collections.abc import Sequence
 from typing import Any
 
 import numpy as np
 from qdrant_client import QdrantClient, models
 
-from pipelines.access import Access
 from pipelines.adapters.qdrant_edge import ACCESS, DENSE, SPARSE, UNITS, point_id, point_vectors
 from pipelines.documents import Chunk
-from pipelines.ports import Hit, Ranked, StoreUnavailable
+from pipelines.ports import CallerViews, Hit, Ranked, StoreUnavailable
 from pipelines.text.analysis import SparseVector
 
 ACTIVE_ALIAS = "ragline_active"
@@ -98,18 +96,8 @@ class QdrantCollectionWriter:
         """The client is shared; nothing to release."""
 
 
-class QdrantCollectionIndex:
+class QdrantCollectionIndex(CallerViews):
     """Read side of a collection; `restricted(access)` is one caller's view of it, as `EdgeShardIndex`'s."""
-
-    visible: list[str] | None = None
-    access_key = "*"
-
-    def restricted(self, access: Access) -> QdrantCollectionIndex:
-        if access.groups is None:
-            return self
-        view = copy.copy(self)
-        view.visible, view.access_key = sorted(access.groups), access.key
-        return view
 
     def __init__(self, client: QdrantClient, collection: str) -> None:
         self.client, self.collection = client, collection
