@@ -32,8 +32,7 @@ def cmd_dagster(args: argparse.Namespace) -> int:
         "daemon": [str(bin_dir / "dagster-daemon"), "run", "-w", workspace],
     }
     processes = {
-        name: subprocess.Popen(command, cwd=REPO, env=env, start_new_session=True)
-        for name, command in commands.items()
+        name: subprocess.Popen(command, cwd=REPO, env=env, start_new_session=True) for name, command in commands.items()
     }
     print(
         f"ragline: Dagster on http://{args.host}:{args.port} (instance {settings.dagster_dir}); "
