@@ -102,9 +102,9 @@ class AccessRules:
         return {"default": list(self.default), "rules": {p: list(g) for p, g in self.rules}}
 
     def for_page(self, document_id: str, raw_text: str) -> tuple[str, ...]:
-        """The groups of one page: its front matter's `access`, else the first rule matching its id (a glob
-        over the path relative to the source root, `**` for any depth), else the default."""
-        declared = front_matter_access(raw_text, document_id)
+        """The groups of one page: what the page declares (`declared_access`), else the first rule matching its id
+        (a glob over the path relative to the source root, `**` for any depth), else the default."""
+        declared = declared_access(raw_text, document_id)
         if declared is not None:
             return declared
         for pattern, groups in self.rules:
@@ -116,6 +116,39 @@ class AccessRules:
 def _matches(document_id: str, pattern: str) -> bool:
     path = document_id.lstrip("/")
     return fnmatch.fnmatchcase(path, pattern) or (pattern.endswith("/**") and path.startswith(pattern[:-2]))
+
+
+_HTML_META = re.compile(r"<meta\s[^>]*>", re.I)
+_META_NAME = re.compile(r"""\bname\s*=\s*["']?access["'\s>]""", re.I)
+_META_CONTENT = re.compile(r"""\bcontent\s*=\s*(?:"([^"]*)"|'([^']*)'|([^\s>]+))""", re.I)
+_RST_FIELD = re.compile(r"\A(?:\s*\.\. [^\n]*\n|\s*:[\w-]+:[^\n]*\n)*?\s*:access:[ \t]*([^\n]+)")
+
+
+def declared_access(raw_text: str, document_id: str = "") -> tuple[str, ...] | None:
+    """The groups a page declares, by its kind: a Markdown page's front matter (`access: [staff]`), an HTML
+    page's `<meta name="access" content="staff, legal">`, a reStructuredText page's field at its top
+    (`:access: staff, legal`, as Sphinx reads file-wide metadata); None when it declares none."""
+    kind = document_id.lower().rsplit(".", 1)[-1]
+    if kind in ("html", "htm"):
+        for tag in _HTML_META.findall(raw_text[:20_000]):
+            content = _META_CONTENT.search(tag)
+            if _META_NAME.search(tag) and content is not None:
+                return _listed(next(g for g in content.groups() if g is not None), document_id)
+        return None
+    if kind in ("rst", "rest"):
+        field = _RST_FIELD.match(raw_text)
+        return None if field is None else _listed(field.group(1), document_id)
+    return front_matter_access(raw_text, document_id)
+
+
+def _listed(text: str, document_id: str) -> tuple[str, ...]:
+    names = [n for n in re.split(r"[,\s]+", text.strip()) if n]
+    if not names:
+        raise AccessError(f"{document_id}: its access declaration names no group")
+    try:
+        return groups_of(names)
+    except AccessError as exc:
+        raise AccessError(f"{document_id}: {exc}") from None
 
 
 def front_matter_access(raw_text: str, document_id: str = "") -> tuple[str, ...] | None:

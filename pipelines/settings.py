@@ -59,7 +59,7 @@ class Settings(BaseSettings):
         default_factory=dict,
         description=(
             "Access groups per folder or glob of the source, first match wins, e.g. "
-            '`{"internal/**": ["staff"]}`; a page\'s front matter `access: [...]` wins over them.'
+            '`{"internal/**": ["staff"]}`; a page\'s own declaration (front matter, HTML meta, rST field) wins.'
         ),
     )
 

@@ -32,6 +32,18 @@ def test_front_matter_wins_then_the_first_matching_rule_then_the_default() -> No
     assert internal.for_page("any.md", "# Any") == ("staff",)
 
 
+def test_html_and_restructuredtext_pages_declare_their_groups_too() -> None:
+    rules = AccessRules.of(["public"], {"internal/**": ["staff"]})
+    html = '<html><head><meta charset="utf-8"><meta name="access" content="legal, staff"><title>NDA</title>'
+    assert rules.for_page("internal/nda.html", html) == ("legal", "staff")
+    assert rules.for_page("internal/faq.html", '<html><head><meta name="description" content="x">') == ("staff",)
+    assert rules.for_page("guide/setup.rst", ":orphan:\n:access: eng\n\nSetup\n=====\n") == ("eng",)
+    # Only a field at the top is the page's metadata, as Sphinx reads it; further down it is text.
+    assert rules.for_page("guide/setup.rst", "Setup\n=====\n\n:access: eng\n") == ("public",)
+    with pytest.raises(AccessError, match=r"bad\.html"):
+        rules.for_page("bad.html", '<meta name="access" content="Not Valid!">')
+
+
 @pytest.mark.parametrize(
     "front", ["---\naccess: []\n---\n", "---\naccess: {a: 1}\n---\n", "---\naccess: [Bad Name]\n---\n"]
 )
@@ -53,16 +65,26 @@ def test_a_callers_groups() -> None:
 
 @pytest.fixture(params=["edge", "qdrant_collection"])
 def grouped_settings(request: pytest.FixtureRequest, settings: Settings, corpus: Path, tmp_path: Path) -> Settings:
-    """The fixture corpus with `reference/**` for `eng` by rule and the install page for `staff` by front matter."""
+    """The fixture corpus with `reference/**` for `eng` by rule, the install page for `staff` by front matter and an
+    HTML page for `legal` by its meta tag."""
     install = corpus / "guide" / "install.md"
     install.write_text("---\naccess: [staff]\n---\n\n" + install.read_text())
+    (corpus / "guide" / "faq.html").write_text(
+        '<html><head><meta name="access" content="legal"><title>FAQ</title></head>'
+        "<body><h1>FAQ</h1><p>Harbor answers support requests within two days.</p></body></html>"
+    )
     update: dict[str, object] = {"access_rules": {"reference/**": ["eng"]}}
     if request.param == "qdrant_collection":
         update["qdrant_url"] = f"local:{tmp_path / 'qdrant'}"
     return settings.model_copy(update=update)
 
 
-GROUPS = {"guide/install.md": ["staff"], "guide/config.md": ["public"], "reference/cli.md": ["eng"]}
+GROUPS = {
+    "guide/install.md": ["staff"],
+    "guide/config.md": ["public"],
+    "reference/cli.md": ["eng"],
+    "guide/faq.html": ["legal"],
+}
 
 
 def test_a_build_stores_each_pages_groups_and_a_callers_view_holds_only_its_pages(grouped_settings: Settings) -> None:
@@ -75,8 +97,8 @@ def test_a_build_stores_each_pages_groups_and_a_callers_view_holds_only_its_page
         chunks = index.scroll_chunks()
         assert {c.document_id: c.access for c in chunks} == GROUPS
         # The version records the groups its pages hold: a caller in all of them reads the index unfiltered.
-        assert version.chunk_settings["access"]["groups"] == ["eng", "public", "staff"]
-        assert visible_index(version, index, Access.of(["eng", "staff"])) is index
+        assert version.chunk_settings["access"]["groups"] == ["eng", "legal", "public", "staff"]
+        assert visible_index(version, index, Access.of(["eng", "legal", "staff"])) is index
         assert visible_index(version, index, Access.of(["staff"])) is not index
         embedder = load_embedder(grouped_settings.embedding_model)
         query = embedder.embed_query("How do I install harbor and upload artefacts?")
@@ -84,7 +106,8 @@ def test_a_build_stores_each_pages_groups_and_a_callers_view_holds_only_its_page
         for access, readable in (
             (PUBLIC_ONLY, {"guide/config.md"}),
             (Access.of(["staff"]), {"guide/config.md", "guide/install.md"}),
-            (Access.of(["eng", "staff"]), set(GROUPS)),
+            (Access.of(["eng", "staff"]), set(GROUPS) - {"guide/faq.html"}),
+            (Access.of(["eng", "legal", "staff"]), set(GROUPS)),
             (EVERYTHING, set(GROUPS)),
         ):
             view = index.restricted(access)
