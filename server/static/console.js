@@ -57,6 +57,15 @@ async function activate(version) {
   }
 }
 
+async function revoke(name) {
+  try {
+    await Ragline.json("DELETE", `/v1/admin/tokens/${encodeURIComponent(name)}`);
+    await refresh();
+  } catch (err) {
+    $("problem").textContent = `revoke ${name}: ${err.message}`;
+  }
+}
+
 // Refreshes overlap (page load, every token edit, the button): only the latest may write the page, or a
 // slow reply to an older token (say the empty one while the field was cleared) shows its error last.
 let latest = 0;
@@ -65,11 +74,12 @@ async function refresh() {
   const mine = ++latest;
   $("problem").textContent = "";
   try {
-    const [versions, stats, evals, gaps] = await Promise.all([
+    const [versions, stats, evals, gaps, tokens] = await Promise.all([
       Ragline.json("GET", "/v1/index/versions"),
       Ragline.json("GET", "/v1/admin/stats"),
       Ragline.json("GET", "/v1/admin/evals/latest"),
       Ragline.json("GET", "/v1/admin/gaps?hours=168&limit=20"),
+      Ragline.json("GET", "/v1/admin/tokens"),
     ]);
     if (mine !== latest) return;
     table(
@@ -105,6 +115,21 @@ async function refresh() {
         Object.entries(g.reasons).map(([k, v]) => `${k.replace("_", " ")} ${v}`).join(", "),
         g.other_wordings.join(" · "),
         g.pages.join(", "),
+      ])
+    );
+    table(
+      $("tokens"),
+      ["name", "scopes", "groups", "expires", "rate limit", "sha256", ""],
+      tokens.tokens.map((t) => [
+        t.name,
+        t.scopes.join(", "),
+        t.groups.length ? t.groups.join(", ") : "public only",
+        t.expires_at || "never",
+        t.rate_per_second ? `${t.rate_per_second}/s, burst ${t.burst ?? "default"}` : "server's",
+        `${t.sha256_prefix}…`,
+        Object.assign(el("button", { class: "secondary", "data-token": t.name }, "revoke"), {
+          onclick: () => revoke(t.name),
+        }),
       ])
     );
     counts($("guardrails"), stats.guardrail_blocks, "no blocks");

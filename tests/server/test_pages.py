@@ -7,6 +7,7 @@ import json
 import uuid
 from collections.abc import Iterator
 
+import httpx
 import pytest
 from selenium import webdriver
 from selenium.webdriver.chrome.service import Service
@@ -17,6 +18,7 @@ from selenium.webdriver.support.ui import WebDriverWait
 
 from evals.ab import NodeVariants, ab_report
 from evals.answers import run_answers
+from pipelines.adapters.token_table import TokenTable
 from pipelines.golden_sets import load_golden
 from pipelines.settings import PROJECT_ROOT
 from query_graph.service import QueryService
@@ -102,6 +104,17 @@ def test_chat_and_console_in_a_real_browser(live_url: str, browser: webdriver.Ch
     assert "hit rate" in browser.find_element(By.ID, "cache").text
     wait.until(ec.text_to_be_present_in_element((By.ID, "gaps"), "pages retrieved"))  # the content-gaps table
     assert browser.find_element(By.ID, "problem").text == ""
+    # The access tokens, and revoking one from the page: its next request is refused.
+    temporary = TokenTable(str(server_env.settings.postgres_dsn), server_env.settings.postgres_schema)
+    name = f"browser-{uuid.uuid4().hex[:6]}"
+    made = temporary.create(name, ["query"], ["staff"])[0]
+    temporary.close()
+    browser.find_element(By.ID, "refresh").click()
+    wait.until(ec.text_to_be_present_in_element((By.ID, "tokens"), name))
+    assert "staff" in browser.find_element(By.ID, "tokens").text and made not in browser.page_source
+    browser.find_element(By.CSS_SELECTOR, f'button[data-token="{name}"]').click()
+    wait.until_not(ec.text_to_be_present_in_element((By.ID, "tokens"), name))
+    assert httpx.get(live_url + "/v1/models", headers={"Authorization": f"Bearer {made}"}).status_code == 401
 
 
 def test_a_reader_rates_an_answer_in_the_browser(
