@@ -61,6 +61,13 @@ class CallerViews:
         view.visible, view.access_key = sorted(access.groups), access.key
         return view
 
+    def readable(self, found: dict[str, Chunk]) -> dict[str, Chunk]:
+        """Chunks read by id, less those of groups this view may not read (a read by id has no top k to filter
+        inside, so the payload decides)."""
+        if self.visible is None:
+            return found
+        return {key: chunk for key, chunk in found.items() if set(chunk.access) & set(self.visible)}
+
 
 @runtime_checkable
 class VectorIndex(Protocol):

@@ -218,9 +218,7 @@ class EdgeShardIndex(CallerViews):
         except Exception as exc:
             raise StoreUnavailable(f"retrieve failed on {self.path}: {exc}") from exc
         found = {str(r.id): Chunk.from_payload(r.payload or {}) for r in records}
-        if self.visible is None:
-            return found
-        return {key: chunk for key, chunk in found.items() if set(chunk.access) & set(self.visible)}
+        return self.readable(found)
 
     def count(self) -> int:
         with self._lock:

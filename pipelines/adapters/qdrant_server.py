@@ -204,9 +204,7 @@ class QdrantCollectionIndex(CallerViews):
         except Exception as exc:
             raise StoreUnavailable(f"retrieve failed on {self.collection}: {exc}") from exc
         found = {str(r.id): Chunk.from_payload(r.payload or {}) for r in records}
-        if self.visible is None:
-            return found
-        return {key: chunk for key, chunk in found.items() if set(chunk.access) & set(self.visible)}
+        return self.readable(found)
 
     def get_chunks(self, chunk_ids: Sequence[str]) -> list[Chunk]:
         return list(self.chunks_by_key([point_id(c) for c in chunk_ids]).values())

@@ -6,18 +6,27 @@ from __future__ import annotations
 
 import argparse
 import sys
+from collections.abc import Iterator
+from contextlib import contextmanager
 from datetime import datetime
 from typing import Any
 
 from ragline.cli.common import print_json, settings_from
 
 
-def _table(args: argparse.Namespace) -> tuple[Any, Any]:
+@contextmanager
+def _table(args: argparse.Namespace) -> Iterator[Any]:
+    """The token table of the settings' registry, closed (with the stores) after the block."""
     from pipelines.adapters.token_table import TokenTable
     from pipelines.profiles import open_stores
 
     stores = open_stores(settings_from(args))
-    return stores, TokenTable(stores.registry.dsn, stores.registry.schema)
+    table = TokenTable(stores.registry.dsn, stores.registry.schema)
+    try:
+        yield table
+    finally:
+        table.close()
+        stores.close()
 
 
 def _expiry(text: str | None) -> datetime | None:
@@ -34,17 +43,14 @@ def _expiry(text: str | None) -> datetime | None:
 def cmd_tokens_create(args: argparse.Namespace) -> int:
     from pipelines.ports import StoreUnavailable
 
-    stores, table = _table(args)
     scopes = args.scope or ["query", "feedback"]
     groups = [g for g in (args.groups or "").split(",") if g.strip()]
     try:
-        token, record = table.create(args.name, scopes, groups, _expiry(args.expires), args.rate, args.burst)
+        with _table(args) as table:
+            token, record = table.create(args.name, scopes, groups, _expiry(args.expires), args.rate, args.burst)
     except (ValueError, StoreUnavailable) as exc:
         print(f"ragline tokens create: {exc}", file=sys.stderr)
         return 1
-    finally:
-        table.close()
-        stores.close()
     if args.json:
         print_json({"token": token, **record.as_dict()})
         return 0
@@ -60,15 +66,12 @@ def cmd_tokens_create(args: argparse.Namespace) -> int:
 def cmd_tokens_list(args: argparse.Namespace) -> int:
     from pipelines.ports import StoreUnavailable
 
-    stores, table = _table(args)
     try:
-        records = table.list(include_revoked=args.all)
+        with _table(args) as table:
+            records = table.list(include_revoked=args.all)
     except StoreUnavailable as exc:
         print(f"ragline tokens list: {exc}", file=sys.stderr)
         return 1
-    finally:
-        table.close()
-        stores.close()
     rows = [r.as_dict() for r in records]
     if args.json:
         print_json({"tokens": rows})
@@ -87,15 +90,12 @@ def cmd_tokens_list(args: argparse.Namespace) -> int:
 def cmd_tokens_revoke(args: argparse.Namespace) -> int:
     from pipelines.ports import StoreUnavailable
 
-    stores, table = _table(args)
     try:
-        table.revoke(args.name)
+        with _table(args) as table:
+            table.revoke(args.name)
     except (ValueError, StoreUnavailable) as exc:
         print(f"ragline tokens revoke: {exc}", file=sys.stderr)
         return 1
-    finally:
-        table.close()
-        stores.close()
     seconds = settings_from(args).token_cache_seconds
     print(f"ragline: revoked {args.name!r}; every server refuses it within {seconds:g} s")
     return 0
