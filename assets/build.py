@@ -117,10 +117,11 @@ def build_index(
     documents = build.fetch_documents(request, settings.data_dir, build.fetch_policy(settings))
     version = build.version_of(request, documents)
     active = stores.registry.active()
-    if active is not None and active.version == version and not force:
+    if active is not None and active.version == version and not force and stores.serves_from(active.location):
         return BuildOutcome(version, False, None, time.perf_counter() - started, active.summary())
     # A forced rebuild of the active version writes a fresh location: servers hold the current one open
-    # (a Qdrant Edge shard admits one handle), and activation switches the version's row to the new one.
+    # (a Qdrant Edge shard admits one handle), and activation switches the version's row to the new one. So
+    # does a version built into another vector store than the settings choose (`RAGLINE_VECTOR_STORE`).
     fresh = (
         stores.location_for(version, uuid.uuid4().hex[:12])
         if active is not None and active.version == version

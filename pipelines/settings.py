@@ -85,6 +85,13 @@ class Settings(BaseSettings):
     )
     redis_url: str | None = Field(None, description="Redis URL (services profile; embedded starts its own).")
     qdrant_url: str | None = Field(None, description="Qdrant server URL (services profile).")
+    vector_store: Literal["qdrant", "postgres"] = Field(
+        "qdrant",
+        description="Where a build writes the index: `qdrant`, a Qdrant Edge shard in the data dir (one process "
+        "reads it) or, with `RAGLINE_QDRANT_URL`, a collection of that server; `postgres`, tables in the registry's "
+        "PostgreSQL with pgvector that every server process reads (`ragline serve --workers N`; needs the `vector` "
+        "extension; no `dense_unit_tokens`).",
+    )
     qdrant_replication_factor: int | None = Field(
         None, ge=1, description="Copies of each shard of a new collection on a Qdrant cluster (unset: its default)."
     )

@@ -454,8 +454,8 @@ def activate(stores: Stores, shadow: IndexVersion, retention: int) -> tuple[Inde
     dropped = apply_retention(stores, retention)
     if dropped:
         log.info("versions_dropped_by_retention", versions=dropped, keep=retention)
-    # Other servers may read a replaced Qdrant collection until they poll: it waits for the next activation.
-    released = stores.release_superseded(spare=replaced if stores.uses_qdrant_server else ())
+    # Other servers may read a replaced collection or table until they poll: it waits for the next activation.
+    released = stores.release_superseded(spare=[r for r in replaced if stores.read_by_every_process(r)])
     if released:
         log.info("superseded_indexes_dropped", locations=released)
     current = stores.registry.get(shadow.version)
