@@ -396,6 +396,12 @@ class Settings(BaseSettings):
     )
 
     # HTTP service (issue 5): auth, limits, admin, voice, tracing.
+    workers: int = Field(
+        1,
+        ge=1,
+        description="Server processes of `ragline serve` (uvicorn workers, restarted when one dies); more than one "
+        "keep the index, semantic cache and rate limits where all of them read (PostgreSQL, Redis).",
+    )
     rate_limit_per_second: float = Field(
         20.0, description="Sustained requests per second allowed per access token (0 disables the limit)."
     )

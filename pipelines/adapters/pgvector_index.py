@@ -191,7 +191,8 @@ class PgVectorIndex(CallerViews):
             raise StoreUnavailable(f"{what} failed on {self.table}: {exc}") from exc
 
     def _where(self, strategy: str | None, language: str | None, alias: str = "") -> tuple[str, list[Any]]:
-        clauses, params = [], []
+        clauses: list[str] = []
+        params: list[Any] = []
         for column, value in (("strategy", strategy), ("language", language)):
             if value is not None:
                 clauses.append(f"{alias}{column} = %s")

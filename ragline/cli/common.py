@@ -11,7 +11,7 @@ from pipelines.settings import Settings
 
 def settings_from(args: argparse.Namespace) -> Settings:
     overrides: dict[str, Any] = {}
-    for name in ("source", "include", "exclude", "port", "host"):
+    for name in ("source", "include", "exclude", "port", "host", "workers"):
         value = getattr(args, name, None)
         if value:
             overrides[name] = value
