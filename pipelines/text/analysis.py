@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import hashlib
 import re
+import threading
 from collections import Counter
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
@@ -138,7 +139,9 @@ SNOWBALL_LANGUAGES = {
     "sv": "swedish",
     "tr": "turkish",
 }
-_STEMMERS: dict[str, Any] = {}
+# A Snowball stemmer keeps the word it works on in the instance: one per thread (a server stems from its query
+# threads at once; a shared one mixed two words and raised IndexError under load).
+_STEMMERS = threading.local()
 
 # Han, kana and Hangul: written without spaces, so a run of them is one "word" to `\w+`. They are indexed as
 # overlapping character bigrams instead (as Lucene's CJKAnalyzer does); a lone character stays a unigram.
@@ -149,9 +152,12 @@ CJK_RUN = re.compile(r"([\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uf900-\ufaff\ua
 def stem(algorithm: str, word: str) -> str:
     """`word` stemmed by the named Snowball algorithm. Cached like `token_terms`: the pure-Python
     stemmer was most of the time of analysing a page (7 s of 7.3 s for the FastAPI pages)."""
-    if algorithm not in _STEMMERS:
-        _STEMMERS[algorithm] = snowballstemmer.stemmer(algorithm)
-    return _STEMMERS[algorithm].stemWord(word)
+    mine: dict[str, Any] | None = getattr(_STEMMERS, "by_algorithm", None)
+    if mine is None:
+        mine = _STEMMERS.by_algorithm = {}
+    if algorithm not in mine:
+        mine[algorithm] = snowballstemmer.stemmer(algorithm)
+    return str(mine[algorithm].stemWord(word))
 
 
 def cjk_bigrams(run: str) -> list[str]:
