@@ -239,3 +239,35 @@ def test_a_build_into_postgres_answers_as_one_into_a_shard(
     assert table["answer"] == shard["answer"]
     assert [c["chunk_id"] for c in table["citations"]] == [c["chunk_id"] for c in shard["citations"]]
     assert [r["chunk_id"] for r in table["retrieved"]] == [r["chunk_id"] for r in shard["retrieved"]]
+
+
+def test_the_hnsw_index_of_a_large_version_ranks_as_the_exact_scan(
+    tmp_path: Path, embedded: EmbeddedServices, pg_schema: str, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """Past `HNSW_FROM` chunks the dense vectors get an HNSW index; lowered here so that 240 chunks get one, and
+    read through connections that may not scan the table (the planner would: 240 rows are cheaper to scan). Its
+    searches are the shard's, and a narrow caller view with filters still fills its top k (iterative scan)."""
+    monkeypatch.setattr(pgvector_index, "HNSW_FROM", 100)
+    edge, exact, pool = both_stores(tmp_path, embedded.postgres_dsn(), pg_schema)
+    no_scan = pgvector_index.shared_pool(embedded.postgres_dsn() + "&options=-c%20enable_seqscan%3Doff", pg_schema)
+    postgres = pgvector_index.PgVectorIndex(no_scan, pg_schema, exact.location)
+    try:
+        with no_scan.connection() as conn:
+            plan = conn.execute(
+                f"EXPLAIN SELECT key FROM {postgres.table} ORDER BY dense <=> %s::vector LIMIT 10",
+                ("[" + ",".join(["0.25"] * DIMENSION) + "]",),
+            ).fetchall()
+        assert any("hnsw" in str(row).lower() or "dense_idx" in str(row).lower() for row in plan), plan
+        rng = np.random.default_rng(5)
+        ops = Access(frozenset({"ops"}))
+        for _ in range(5):
+            query = rng.normal(size=DIMENSION).astype(np.float32)
+            query /= np.linalg.norm(query)
+            assert_same(edge.dense_ranked(query, 10), postgres.dense_ranked(query, 10), 1e-4)
+            narrow = postgres.restricted(ops).dense_ranked(query, 10, "heading", "de")
+            assert len(narrow) == 10
+            assert_same(edge.restricted(ops).dense_ranked(query, 10, "heading", "de"), narrow, 1e-4)
+    finally:
+        edge.close()
+        no_scan.close()
+        pool.close()
