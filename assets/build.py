@@ -26,6 +26,7 @@ from assets.resources import IngestionEnv
 from assets.storage import PickleFolderIOManager
 from pipelines.ingestion import build
 from pipelines.ingestion.build import BuildRequest
+from pipelines.ports import BuildCancelled
 from pipelines.profiles import Stores
 from pipelines.settings import Settings
 
@@ -109,10 +110,15 @@ def build_index(
     request: BuildRequest,
     force: bool = False,
     progress: Callable[[str, int, int], None] | None = None,
+    cancelled: Callable[[], bool] | None = None,
 ) -> BuildOutcome:
     """Materialise the graph for `request`: documents, one `chunks` partition per requested strategy, then
     embeddings to activation. A run materialises one partition, so this is 2 + len(strategies) runs
-    sharing values through a per-build folder; a failed run (or blocking check) stops the build."""
+    sharing values through a per-build folder; a failed run (or blocking check) stops the build.
+
+    `cancelled()` is asked before each run and between embedding batches: True stops the build with
+    `BuildCancelled`, its version marked failed and the active one untouched (a build that reached activation
+    has nothing left to stop)."""
     started = time.perf_counter()
     documents = build.fetch_documents(request, settings.data_dir, build.fetch_policy(settings))
     version = build.version_of(request, documents)
@@ -129,7 +135,22 @@ def build_index(
     )
     if fresh is not None:  # the rebuild's checks stay off the serving row until it goes live
         stores.registry.begin_rebuild(version)
-    env = IngestionEnv(settings, request, stores, prefetched=documents, progress=progress, location=fresh)
+
+    def stop_if_cancelled(stage: str = "", done: int = 0, total: int = 0) -> None:
+        if cancelled is not None and cancelled():
+            raise BuildCancelled(f"index build {version} cancelled")
+        if progress is not None and stage:
+            progress(stage, done, total)
+
+    def abandon() -> None:
+        """The version never went live: marked failed, a forced rebuild's fresh shard dropped."""
+        current = stores.registry.get(version)
+        if current is not None and current.state in ("building", "checked"):
+            stores.registry.update(version, state="failed")
+        if fresh is not None and (current is None or current.location != fresh):
+            stores.drop_index(fresh)  # the forced rebuild's shard never went live
+
+    env = IngestionEnv(settings, request, stores, prefetched=documents, progress=stop_if_cancelled, location=fresh)
     folder = settings.dagster_dir / "io" / version
     resources = {"ragline": env, "io_manager": PickleFolderIOManager(base_dir=str(folder))}
     definitions = [*INGESTION_ASSETS, *INGESTION_CHECKS]
@@ -141,6 +162,11 @@ def build_index(
     try:
         with dagster_instance(settings) as instance:
             for selection, partition in steps:
+                try:
+                    stop_if_cancelled()
+                except BuildCancelled:
+                    abandon()
+                    raise
                 result = materialize(
                     definitions,
                     selection=selection,
@@ -151,11 +177,9 @@ def build_index(
                     tags=tags,
                 )
                 if not result.success:
-                    current = stores.registry.get(version)
-                    if current is not None and current.state in ("building", "checked"):
-                        stores.registry.update(version, state="failed")
-                    if fresh is not None and (current is None or current.location != fresh):
-                        stores.drop_index(fresh)  # the forced rebuild's shard never went live
+                    abandon()
+                    if cancelled is not None and cancelled():  # the step stopped at a cancel check
+                        raise BuildCancelled(f"index build {version} cancelled")
                     raise BuildFailed(_failure(version, result))
     finally:
         shutil.rmtree(folder, ignore_errors=True)  # intermediate values of this build only

@@ -14,6 +14,11 @@ from pipelines.documents import Chunk
 from pipelines.text.analysis import SparseVector
 
 
+class BuildCancelled(RuntimeError):
+    """An index build stopped because someone asked (`POST /v1/admin/index/builds/{id}/cancel`); the version it
+    was writing is marked failed and the active one is untouched."""
+
+
 class StoreUnavailable(RuntimeError):
     """A store (vectors, registry) cannot be reached or read: callers fail closed with a 503."""
 

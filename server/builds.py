@@ -20,13 +20,16 @@ from urllib.parse import urlparse
 import structlog
 
 from pipelines.adapters.build_log import BuildLog
+from pipelines.ports import BuildCancelled
 from pipelines.settings import Settings
 
 log = structlog.get_logger(__name__)
 
-# Runs one build to completion and returns what it produced ({"version": ..., "run_id": ..., ...}).
-BuildLauncher = Callable[["BuildRequestBody"], dict[str, Any]]
-TERMINAL = ("succeeded", "failed")
+# Runs one build to completion and returns what it produced ({"version": ..., "run_id": ..., ...}). Its second
+# argument says whether a cancel was asked for: the launcher stops at its next check and raises BuildCancelled.
+CancelCheck = Callable[[], bool]
+BuildLauncher = Callable[["BuildRequestBody", CancelCheck], dict[str, Any]]
+TERMINAL = ("succeeded", "failed", "cancelled")
 
 
 @dataclass(frozen=True)
@@ -46,12 +49,14 @@ class Build:
     finished_at: str | None = None
     result: dict[str, Any] = field(default_factory=dict)
     error: str | None = None
+    cancel_requested: bool = False
 
     def as_dict(self) -> dict[str, Any]:
         return {
             "id": self.id,
             "via": self.via,
             "state": self.state,
+            "cancel_requested": self.cancel_requested,
             "request": {"source": self.request.source, "strategy": self.request.strategy, "force": self.request.force},
             "created_at": self.created_at,
             "finished_at": self.finished_at,
@@ -105,6 +110,34 @@ class BuildTracker:
             return None if row is None else _build_of(row)
         return self._builds.get(build_id)
 
+    def cancel(self, build_id: str) -> Build | None:
+        """Ask for the build to stop, in whichever process runs it (None: no such build). It ends `cancelled` at
+        the launcher's next check; a finished build stays as it ended."""
+        if self.log is not None:
+            row = self.log.request_cancel(build_id)
+            return None if row is None else _build_of(row)
+        build = self._builds.get(build_id)
+        if build is not None and build.state not in TERMINAL:
+            build.cancel_requested = True
+        return build
+
+    def _cancel_check(self, build: Build, every_seconds: float = 0.5) -> CancelCheck:
+        """Whether a cancel was asked for, read from PostgreSQL at most every `every_seconds`."""
+        if self.log is None:
+            return lambda: build.cancel_requested
+        log_, last = self.log, [0.0, False]
+
+        def cancelled() -> bool:
+            if not last[1] and time.monotonic() - float(last[0]) >= every_seconds:
+                try:
+                    last[1] = log_.cancel_requested(build.id)
+                except Exception as exc:  # the registry is down: the build goes on
+                    log.warning("build_cancel_unread", build=build.id, error=str(exc))
+                last[0] = time.monotonic()
+            return bool(last[1])
+
+        return cancelled
+
     def _run(self, build: Build) -> None:
         assert self.launcher is not None
         build.state = "running"
@@ -113,8 +146,11 @@ class BuildTracker:
             self.log.update(build.id, "running")
             threading.Thread(target=self._beat, args=(build.id, beating), daemon=True).start()
         try:
-            build.result = self.launcher(build.request)
+            build.result = self.launcher(build.request, self._cancel_check(build))
             build.state = "succeeded"
+        except BuildCancelled as exc:
+            build.state, build.error = "cancelled", str(exc)
+            log.info("index_build_cancelled", build=build.id)
         except Exception as exc:  # any failure is the build's state, reported over the API
             build.state, build.error = "failed", f"{type(exc).__name__}: {exc}"
             log.warning("index_build_failed", build=build.id, error=build.error)
@@ -153,6 +189,7 @@ def _build_of(row: dict[str, Any]) -> Build:
         finished_at=None if finished is None else finished.isoformat(),
         result=dict(row.get("result") or {}),
         error=row.get("error"),
+        cancel_requested=bool(row.get("cancel_requested")),
     )
 
 
@@ -277,7 +314,7 @@ def dagster_graphql_launcher(
             return []
         return list(logs["events"])
 
-    def launch(request: BuildRequestBody) -> dict[str, Any]:
+    def launch(request: BuildRequestBody, cancelled: CancelCheck) -> dict[str, Any]:
         fields = {"source": request.source, "strategy": request.strategy, "force": request.force}
         config = {k: v for k, v in fields.items() if v}
         run_id = client.submit_job_execution(
@@ -287,8 +324,14 @@ def dagster_graphql_launcher(
             tags={"ragline/trigger": "admin-api"},
         )
         submitted = time.monotonic()
-        deadline, misses = submitted + timeout_seconds, 0
+        deadline, misses, terminating = submitted + timeout_seconds, 0, False
         while time.monotonic() < deadline:
+            if not terminating and cancelled():
+                try:
+                    client.terminate_run(run_id)  # what the UI's Terminate does: the run worker stops the run
+                    terminating = True
+                except DagsterGraphQLClientError as exc:  # a STARTING run cannot be terminated yet: next poll
+                    log.info("dagster_run_not_yet_terminable", run_id=run_id, error=str(exc))
             try:
                 status = client.get_run_status(run_id).value
             except DagsterGraphQLClientError:
@@ -300,6 +343,8 @@ def dagster_graphql_launcher(
             misses = 0
             if status == "SUCCESS":
                 return {**run_outcome(events_of(run_id)), "run_id": run_id, "dagster_status": status}
+            if status == "CANCELED" and terminating:
+                raise BuildCancelled(f"index build cancelled: Dagster run {run_id} terminated")
             if status in ("FAILURE", "CANCELED"):
                 why = "; ".join(run_failures(events_of(run_id)))
                 raise RuntimeError(f"Dagster run {run_id} ended {status}" + (f": {why}" if why else ""))

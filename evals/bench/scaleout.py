@@ -241,7 +241,7 @@ class Deployment:
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline:
             build = httpx.get(f"{self.url}/v1/admin/index/builds/{started['id']}", headers=headers, timeout=30).json()
-            if build["state"] in ("succeeded", "failed"):
+            if build["state"] in ("succeeded", "failed", "cancelled"):
                 return dict(build)
             time.sleep(0.5)
         raise RuntimeError(f"build {started['id']} did not finish in {timeout:.0f} s")

@@ -1,8 +1,9 @@
 """Index builds started over the admin API, in PostgreSQL: every server process sees every build, and only one
 build runs at a time across all of them.
 
-A row per build (`<schema>.index_builds`): its request, state (queued, running, succeeded, failed), result or
-error, and a heartbeat the process running it renews. A build whose heartbeat is older than `stale_seconds`
+A row per build (`<schema>.index_builds`): its request, state (queued, running, succeeded, failed, cancelled),
+result or error, whether a cancel was asked for (by any process: the one running it reads the flag), and a
+heartbeat the process running it renews. A build whose heartbeat is older than `stale_seconds`
 was abandoned (its process stopped): the next start marks it failed and may begin another.
 """
 
@@ -15,7 +16,8 @@ from psycopg.types.json import Jsonb
 
 from pipelines.adapters.postgres_pool import PostgresPool, checked_schema, ensure_tables
 
-TERMINAL = ("succeeded", "failed")
+TERMINAL = ("succeeded", "failed", "cancelled")
+_OPEN = "state NOT IN ('succeeded', 'failed', 'cancelled')"
 
 
 class BuildLog:
@@ -40,7 +42,8 @@ class BuildLog:
                     heartbeat_at timestamptz NOT NULL DEFAULT now(),
                     result jsonb NOT NULL DEFAULT '{{}}',
                     error text
-                )"""
+                )""",
+                f"ALTER TABLE {s}.index_builds ADD COLUMN IF NOT EXISTS cancel_requested boolean NOT NULL DEFAULT false",
             ],
         )
 
@@ -52,11 +55,11 @@ class BuildLog:
             conn.execute(
                 f"UPDATE {s}.index_builds SET state = 'failed', finished_at = now(), "
                 "error = 'abandoned: the server process running it stopped' "
-                "WHERE state NOT IN ('succeeded', 'failed') AND heartbeat_at < now() - make_interval(secs => %s)",
+                f"WHERE {_OPEN} AND heartbeat_at < now() - make_interval(secs => %s)",
                 (self.stale_seconds,),
             )
             running = conn.execute(
-                f"SELECT * FROM {s}.index_builds WHERE state NOT IN ('succeeded', 'failed') ORDER BY created_at LIMIT 1"
+                f"SELECT * FROM {s}.index_builds WHERE {_OPEN} ORDER BY created_at LIMIT 1"
             ).fetchone()
             if running is not None:
                 return running, False
@@ -79,6 +82,21 @@ class BuildLog:
     def heartbeat(self, build_id: str) -> None:
         with self.pool.connection() as conn:
             conn.execute(f"UPDATE {self.schema}.index_builds SET heartbeat_at = now() WHERE id = %s", (build_id,))
+
+    def request_cancel(self, build_id: str) -> dict[str, Any] | None:
+        """Ask the build's process to stop it (a build already finished is left as it is); None: no such build."""
+        with self.pool.connection() as conn:
+            conn.execute(
+                f"UPDATE {self.schema}.index_builds SET cancel_requested = true WHERE id = %s AND {_OPEN}", (build_id,)
+            )
+            return conn.execute(f"SELECT * FROM {self.schema}.index_builds WHERE id = %s", (build_id,)).fetchone()
+
+    def cancel_requested(self, build_id: str) -> bool:
+        with self.pool.connection() as conn:
+            row = conn.execute(
+                f"SELECT cancel_requested FROM {self.schema}.index_builds WHERE id = %s", (build_id,)
+            ).fetchone()
+        return bool(row and row["cancel_requested"])
 
     def get(self, build_id: str) -> dict[str, Any] | None:
         with self.pool.connection() as conn:

@@ -42,7 +42,7 @@ def in_process_launcher(settings: Settings, stores: Any | None = None) -> Any:
     """The admin API's in-process index build: the Dagster assets, materialised in this process (with stores of
     its own for the build when none are given: a worker process of `--workers N`)."""
 
-    def launch(body: Any) -> dict[str, Any]:
+    def launch(body: Any, cancelled: Any = None) -> dict[str, Any]:
         from assets.build import build_index
         from pipelines.ingestion.build import BuildRequest
         from pipelines.profiles import open_stores
@@ -54,7 +54,7 @@ def in_process_launcher(settings: Settings, stores: Any | None = None) -> Any:
             if own is None:
                 own = open_stores(settings)
                 stack.callback(own.close)
-            outcome = build_index(settings, own, request, force=body.force)
+            outcome = build_index(settings, own, request, force=body.force, cancelled=cancelled)
         return {
             "version": outcome.version,
             "built": outcome.built,

@@ -15,7 +15,7 @@ from pipelines.adapters.reply_log import ReplyLog
 from pipelines.ingestion.sources import source_allowed
 from pipelines.ports import StoreUnavailable
 from pipelines.settings import Settings
-from server.builds import BuildRequestBody, BuildTracker, NoLauncher
+from server.builds import TERMINAL, BuildRequestBody, BuildTracker, NoLauncher
 from server.deps import AdminScope, ServiceDep, SettingsDep
 from server.errors import ApiError
 from server.gaps import gap_report
@@ -83,6 +83,20 @@ async def get_build(build_id: str, request: Request) -> dict[str, Any]:
     build = await run_in_threadpool(_registry_call, request.app.state.builds.get, build_id)
     if build is None:
         raise ApiError(404, "not_found", f"no build {build_id!r} on this deployment")
+    return build.as_dict()
+
+
+@router.post("/v1/admin/index/builds/{build_id}/cancel", status_code=202, responses=NOT_FOUND)
+async def cancel_build(build_id: str, request: Request) -> dict[str, Any]:
+    """Ask a queued or running build to stop, in whichever server process runs it (or, through the Dagster
+    webserver, its run worker): it ends `cancelled` at its next check and the active index stays. 409 when the
+    build has finished already."""
+    tracker: BuildTracker = request.app.state.builds
+    build = await run_in_threadpool(_registry_call, tracker.cancel, build_id)
+    if build is None:
+        raise ApiError(404, "not_found", f"no build {build_id!r} on this deployment")
+    if build.state in TERMINAL:
+        raise ApiError(409, "build_finished", f"build {build_id} has finished already ({build.state})")
     return build.as_dict()
 
 

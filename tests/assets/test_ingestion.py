@@ -10,7 +10,7 @@ import pytest
 from assets.build import BuildFailed, build_index, dagster_instance
 from pipelines.ingestion import build
 from pipelines.ingestion.build import BuildRequest
-from pipelines.ports import StoreUnavailable
+from pipelines.ports import BuildCancelled, StoreUnavailable
 from pipelines.profiles import Stores
 from pipelines.settings import Settings
 from query_graph.service import QueryService
@@ -64,6 +64,33 @@ def test_a_failing_check_leaves_the_active_index_alone(settings: Settings, store
     # The message names the sub-check, so the operator need not open Dagster to learn why.
     with pytest.raises(BuildFailed, match="chunks_are_sound failed: chunks_within_token_limit"):
         build_index(settings, stores, BuildRequest.from_settings(settings))
+    assert stores.registry.active().version == built.version  # type: ignore[union-attr]
+
+
+def test_a_build_cancelled_while_it_embeds_leaves_the_active_index_alone(
+    settings: Settings, stores: Stores, built, corpus: Path
+) -> None:  # type: ignore[no-untyped-def]
+    """The cancel check is asked before each run and between embedding batches: a cancel that arrives while the
+    build embeds stops it there (nothing written to a store), and the version is marked failed."""
+    (corpus / "guide" / "new.md").write_text("# New\n\nA new page about harbor webhooks.\n")
+    request = BuildRequest.from_settings(settings)
+    runs = 2 + len(request.strategies)  # documents, one per strategy, then embeddings to activation
+    asked: list[bool] = []
+
+    def cancelled() -> bool:  # asked once before each run, then from the embedding batches
+        asked.append(len(asked) >= runs)
+        return asked[-1]
+
+    with pytest.raises(BuildCancelled, match="cancelled"):
+        build_index(settings, stores, request, cancelled=cancelled)
+    assert asked.count(False) == runs  # every run started; the first check inside the embedding run stopped it
+    states = {v.version: v.state for v in stores.registry.versions()}
+    assert states[built.version] == "active" and sorted(states.values()) == ["active", "failed"]
+    assert stores.registry.active().version == built.version  # type: ignore[union-attr]
+    # Cancelled before anything ran: the same.
+    (corpus / "guide" / "other.md").write_text("# Other\n\nAnother page.\n")
+    with pytest.raises(BuildCancelled):
+        build_index(settings, stores, BuildRequest.from_settings(settings), cancelled=lambda: True)
     assert stores.registry.active().version == built.version  # type: ignore[union-attr]
 
 

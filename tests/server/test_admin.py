@@ -10,8 +10,9 @@ from typing import Any
 
 from fastapi.testclient import TestClient
 
+from pipelines.ports import BuildCancelled
 from pipelines.settings import Settings
-from server.builds import BuildRequestBody
+from server.builds import BuildRequestBody, CancelCheck
 from server.routes.admin import latest_ab_pointer, latest_result
 from tests.server.conftest import ROOT, AppFactory, ServerEnv, fresh_question
 
@@ -20,7 +21,7 @@ def wait_for_build(client: TestClient, build_id: str, headers: dict[str, str]) -
     deadline = time.monotonic() + 240
     while time.monotonic() < deadline:
         build = client.get(f"/v1/admin/index/builds/{build_id}", headers=headers).json()
-        if build["state"] in ("succeeded", "failed"):
+        if build["state"] in ("succeeded", "failed", "cancelled"):
             return build  # type: ignore[no-any-return]
         time.sleep(0.2)
     raise AssertionError(f"build {build_id} did not finish")
@@ -59,7 +60,7 @@ def test_build_then_roll_back(make_client: AppFactory, server_env: ServerEnv, tm
 def test_build_errors_and_unknown_ids(make_client: AppFactory, server_env: ServerEnv, tmp_path: Path) -> None:
     operator = server_env.headers(server_env.admin_token)
 
-    def failing(body: BuildRequestBody) -> dict[str, Any]:
+    def failing(body: BuildRequestBody, cancelled: CancelCheck) -> dict[str, Any]:
         raise FileNotFoundError(f"no such source {body.source}")
 
     allowed = tmp_path / "allowed"
@@ -94,7 +95,7 @@ def test_every_server_process_sees_every_build_and_one_runs_at_a_time(
     operator = server_env.headers(server_env.admin_token)
     release = threading.Event()
 
-    def slow(body: BuildRequestBody) -> dict[str, Any]:
+    def slow(body: BuildRequestBody, cancelled: CancelCheck) -> dict[str, Any]:
         assert release.wait(60)
         return {"version": "v-test", "built": False}
 
@@ -149,3 +150,31 @@ def test_the_console_reads_only_what_ragline_eval_wrote_for_its_data_dir(tmp_pat
     chosen = tmp_path / "chosen.json"
     chosen.write_text("{}")
     assert latest_result(settings.model_copy(update={"evals_results": chosen})) == {"file": str(chosen), "results": {}}
+
+
+def test_a_build_is_cancelled_from_another_server_process(make_client: AppFactory, server_env: ServerEnv) -> None:
+    """A cancel asked of one app (one server process) reaches the build another runs, through PostgreSQL: it ends
+    `cancelled`; a finished build cannot be cancelled (409), an unknown one is 404."""
+    operator = server_env.headers(server_env.admin_token)
+    checks: list[bool] = []
+
+    def until_cancelled(body: BuildRequestBody, cancelled: CancelCheck) -> dict[str, Any]:
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline:
+            checks.append(cancelled())
+            if checks[-1]:
+                raise BuildCancelled("index build v-test cancelled")
+            time.sleep(0.05)
+        return {"version": "v-test", "built": True}
+
+    with make_client(build_launcher=until_cancelled) as first, make_client(build_launcher=until_cancelled) as second:
+        started = first.post("/v1/admin/index/builds", json={}, headers=operator).json()
+        time.sleep(0.5)
+        asked = second.post(f"/v1/admin/index/builds/{started['id']}/cancel", headers=operator)
+        assert asked.status_code == 202 and asked.json()["cancel_requested"] is True
+        done = wait_for_build(first, started["id"], operator)
+        assert done["state"] == "cancelled" and "cancelled" in done["error"] and checks[0] is False
+        again = second.post(f"/v1/admin/index/builds/{started['id']}/cancel", headers=operator)
+        assert again.status_code == 409 and again.json()["error"]["code"] == "build_finished"
+        missing = second.post("/v1/admin/index/builds/nope/cancel", headers=operator)
+        assert missing.status_code == 404

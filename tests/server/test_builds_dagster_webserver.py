@@ -156,6 +156,16 @@ def test_admin_build_runs_on_a_webserver_without_daemon(fresh_settings: Settings
                 # The app reopens on its next registry poll, releases the old shard and drops it.
                 assert client.get("/v1/index", headers=operator).json()["location"] == rebuilt.location
                 assert not Path(active.location).exists() and stores.registry.superseded() == []
+
+                # A build cancelled over the API: the Dagster run is terminated (as the UI's Terminate does),
+                # the build ends `cancelled`, and the version keeps serving from where it was.
+                doomed = client.post("/v1/admin/index/builds", json={"force": True}, headers=operator).json()
+                asked = client.post(f"/v1/admin/index/builds/{doomed['id']}/cancel", headers=operator)
+                assert asked.status_code == 202
+                stopped = wait_for_build(client, doomed["id"], operator)
+                assert stopped["state"] == "cancelled", stopped
+                assert "terminated" in stopped["error"]
+                assert stores.registry.active().location == rebuilt.location  # type: ignore[union-attr]
             with dagster_instance(settings) as instance:  # the forced run materialised the graph again
                 runs = {r.run_id: r for r in instance.get_runs()}
                 assert runs[forced["run_id"]].run_config["resources"]["ragline"]["config"] == {"force": True}

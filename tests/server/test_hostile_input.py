@@ -323,7 +323,7 @@ def build(served: Served, source: Path) -> dict[str, str]:
     deadline, state = time.monotonic() + 600, {}
     while time.monotonic() < deadline:
         state = served.get(f"/v1/admin/index/builds/{started.json()['id']}").json()
-        if state.get("state") in ("succeeded", "failed"):
+        if state.get("state") in ("succeeded", "failed", "cancelled"):
             return state
         time.sleep(1.0)
     raise AssertionError(f"the build did not end in 600 s: {state}")
