@@ -6,7 +6,10 @@ the build asked for. Blocking checks sit beside the asset they judge; their logi
 `pipelines.ingestion.index_checks`, their results go to the Dagster UI and the registry's `checks` column.
 """
 
+import os
 import time
+from collections.abc import Callable, Iterator
+from dataclasses import replace
 from typing import Any
 
 from dagster import (
@@ -14,10 +17,15 @@ from dagster import (
     AssetCheckResult,
     AssetExecutionContext,
     AssetIn,
+    DynamicOut,
+    DynamicOutput,
     MetadataValue,
+    OpExecutionContext,
     StaticPartitionsDefinition,
     asset,
     asset_check,
+    graph_asset,
+    op,
 )
 
 from assets.resources import IngestionEnv, IngestionResource
@@ -152,12 +160,35 @@ def chunks_are_sound(
     return _result(results, strategy=strategy)
 
 
-@asset(group_name=GROUP, required_resource_keys={"ragline"})
-def embeddings(context: AssetExecutionContext, chunks: dict[str, list[Chunk]]) -> build.Embeddings:
-    """Dense vectors (reused from the embedding cache when text and fingerprint are unchanged) and BM25 vectors
-    of the chunks of every strategy the build asked for."""
+@op(required_resource_keys={"ragline"}, out=DynamicOut(list[str]))
+def embedding_batches(
+    context: OpExecutionContext, chunks: dict[str, list[Chunk]]
+) -> Iterator[DynamicOutput[list[str]]]:
+    """The texts the embedding cache lacks, in `RAGLINE_EMBEDDING_FANOUT` batches, one step each; none at a
+    fan-out of 1 (`assemble_embeddings` embeds them in its own step, as a build always did)."""
     env = _env(context)
+    if env.settings.embedding_fanout < 2:
+        return
     selected = build.gather_chunks(chunks, env.request.strategies)
+    missing = build.texts_to_embed(selected, env.request, env.settings.data_dir / "embedding_cache.sqlite")
+    batches = build.split_evenly(missing, env.settings.embedding_fanout)
+    context.log.info(f"{len(missing)} new texts to embed in {len(batches)} steps")
+    for i, batch in enumerate(batches):
+        yield DynamicOutput(batch, mapping_key=f"batch_{i}")
+
+
+@op(required_resource_keys={"ragline"})
+def embed_batch(context: OpExecutionContext, texts: list[str]) -> int:
+    """One batch's vectors, into the embedding cache every step of the build reads (on a shared data dir)."""
+    env = _env(context)
+    path = env.settings.data_dir / "embedding_cache.sqlite"
+    started = time.perf_counter()
+    count = build.embed_into_cache(texts, env.request, path, _progress(context, env))
+    context.log.info(f"embedded {count} texts in {time.perf_counter() - started:.1f} s (pid {os.getpid()})")
+    return count
+
+
+def _progress(context: Any, env: IngestionEnv) -> Callable[[int, int], None]:
     last = [0.0]
 
     def progress(done: int, total: int) -> None:
@@ -167,18 +198,42 @@ def embeddings(context: AssetExecutionContext, chunks: dict[str, list[Chunk]]) -
             last[0] = time.monotonic()
             context.log.info(f"embedded {done}/{total} new chunks")
 
-    result = build.embed_chunks(selected, env.request, env.settings.data_dir / "embedding_cache.sqlite", progress)
-    rate = result.computed / result.seconds if result.seconds else 0.0
+    return progress
+
+
+@op(required_resource_keys={"ragline"})
+def assemble_embeddings(
+    context: OpExecutionContext, chunks: dict[str, list[Chunk]], batches: list[int]
+) -> build.Embeddings:
+    """Dense vectors (from the embedding cache: reused ones, and those the batch steps stored) and BM25 vectors
+    of the chunks of every strategy the build asked for; at a fan-out of 1 the new ones are embedded here."""
+    env = _env(context)
+    selected = build.gather_chunks(chunks, env.request.strategies)
+    path = env.settings.data_dir / "embedding_cache.sqlite"
+    result = build.embed_chunks(selected, env.request, path, _progress(context, env))
+    computed = result.computed + sum(batches)
+    result = replace(result, computed=computed, reused=result.reused - sum(batches))
+    rate = computed / result.seconds if result.seconds else 0.0
     context.add_output_metadata(
         {
             "chunks": len(selected),
-            "computed": result.computed,
+            "computed": computed,
             "reused": result.reused,
+            "embedding_steps": max(1, len(batches)),
             "seconds": round(result.seconds, 2),
             "embed_rate_per_s": round(rate, 1),
         }
     )
     return result
+
+
+@graph_asset(group_name=GROUP)
+def embeddings(chunks: dict[str, list[Chunk]]) -> build.Embeddings:
+    """Dense vectors (reused from the embedding cache when text and fingerprint are unchanged) and BM25 vectors
+    of the chunks of every strategy the build asked for; the new texts' embedding fans out into
+    `RAGLINE_EMBEDDING_FANOUT` steps, which the Celery executor runs on several workers at once."""
+    done = embedding_batches(chunks).map(embed_batch).collect()
+    return assemble_embeddings(chunks, done)
 
 
 @asset_check(

@@ -9,6 +9,7 @@ exist: a build that asked for two strategies is not failed by the third one it n
 from __future__ import annotations
 
 import pickle
+from collections.abc import Sequence
 from pathlib import Path
 from typing import Any
 
@@ -21,9 +22,16 @@ class PickleFolderIOManager(ConfigurableIOManager):
     def _path(self, key: list[str], partition: str | None) -> Path:
         return Path(self.base_dir).joinpath(*key, f"{partition or '__all__'}.pkl")
 
+    def _op_path(self, identifier: Sequence[str]) -> Path:
+        """An op's output inside a graph-backed asset (no asset key): by run, step, output and mapping key."""
+        return Path(self.base_dir).joinpath("_ops", *identifier).with_suffix(".pkl")
+
     def handle_output(self, context: OutputContext, obj: Any) -> None:
-        partition = context.asset_partition_key if context.has_asset_partitions else None
-        path = self._path(list(context.asset_key.path), partition)
+        if not context.has_asset_key:
+            path = self._op_path(context.get_identifier())
+        else:
+            partition = context.asset_partition_key if context.has_asset_partitions else None
+            path = self._path(list(context.asset_key.path), partition)
         path.parent.mkdir(parents=True, exist_ok=True)
         tmp = path.with_suffix(".tmp")
         with tmp.open("wb") as handle:
@@ -31,6 +39,9 @@ class PickleFolderIOManager(ConfigurableIOManager):
         tmp.replace(path)  # readers never see half a file
 
     def load_input(self, context: InputContext) -> Any:
+        if not context.has_asset_key:
+            assert context.upstream_output is not None
+            return self._read(self._op_path(context.upstream_output.get_identifier()))
         key = list(context.asset_key.path)
         if not context.has_asset_partitions:
             return self._read(self._path(key, None))

@@ -6,9 +6,10 @@ whole wiring at once (see `docs/configuration.md`); single settings still overri
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from functools import cached_property
 from pathlib import Path
-from typing import Literal
+from typing import Any, Literal, Self
 
 from pydantic import Field, model_validator
 from pydantic_settings import BaseSettings, SettingsConfigDict
@@ -140,6 +141,14 @@ class Settings(BaseSettings):
     build_strategies: list[str] = Field(
         default_factory=list,
         description="Chunk strategies every build indexes besides chunk_strategy (heading, heading_packed, fixed, sentence_window).",
+    )
+    embedding_fanout: int = Field(
+        1,
+        ge=1,
+        le=64,
+        description="Steps a build splits the embedding of its new chunks into: on the Celery executor "
+        "(`ragline index build --executor celery`) each runs on whichever worker is free, in parallel; in-process "
+        "they run one after the other. 1: one step.",
     )
     chunk_window_sentences: int = Field(3, description="Sentences in one indexed unit of the sentence_window strategy.")
     languages: list[str] = Field(
@@ -482,6 +491,12 @@ class Settings(BaseSettings):
                 if name not in given:
                     setattr(self, name, value)
         return self
+
+    def model_copy(self, *, update: Mapping[str, Any] | None = None, deep: bool = False) -> Self:
+        """A copy with `update` applied; `data_dir` is derived again (a copy would keep the original's)."""
+        copied = super().model_copy(update=update, deep=deep)
+        copied.__dict__.pop("data_dir", None)
+        return copied
 
     @cached_property
     def data_dir(self) -> Path:

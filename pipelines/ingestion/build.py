@@ -238,6 +238,53 @@ def _embed_cached(
     return vectors, len(cached), len(missing)
 
 
+def texts_to_embed(chunks: list[Chunk], request: BuildRequest, cache_path: Path) -> list[str]:
+    """The texts of these chunks (and of their units) that the embedding cache does not hold yet, each once: what
+    a build must embed before `embed_chunks` finds every vector in the cache."""
+    embedder = load_embedder(request.embedding_model)
+    texts = [dense_units.embedding_text(c) for c in chunks]
+    if request.dense_unit_tokens > 0:
+        texts += [
+            t
+            for c in chunks
+            for t in dense_units.unit_texts(
+                c, embedder.count_tokens, request.dense_unit_tokens, request.dense_unit_scope
+            )
+        ]
+    texts = list(dict.fromkeys(texts))
+    cache = EmbeddingCache(cache_path, embedder.fingerprint.digest, embedder.dimension)
+    try:
+        cached = cache.lookup(texts)
+    finally:
+        cache.close()
+    return [t for i, t in enumerate(texts) if i not in cached]
+
+
+def embed_into_cache(
+    texts: list[str], request: BuildRequest, cache_path: Path, progress: Progress | None = None
+) -> int:
+    """Embed `texts` and store their vectors in the cache (one batch of a fanned-out build); how many."""
+    embedder = load_embedder(request.embedding_model)
+    cache = EmbeddingCache(cache_path, embedder.fingerprint.digest, embedder.dimension)
+    try:
+        _embed_cached(embedder, cache, texts, progress)
+    finally:
+        cache.close()
+    return len(texts)
+
+
+def split_evenly(items: list[str], parts: int) -> list[list[str]]:
+    """`items` in at most `parts` contiguous runs of nearly equal length (none empty)."""
+    parts = max(1, min(parts, len(items)))
+    size, extra = divmod(len(items), parts)
+    runs, at = [], 0
+    for i in range(parts):
+        length = size + (1 if i < extra else 0)
+        runs.append(items[at : at + length])
+        at += length
+    return [r for r in runs if r]
+
+
 def embed_chunks(
     chunks: list[Chunk], request: BuildRequest, cache_path: Path, progress: Progress | None = None
 ) -> Embeddings:

@@ -62,7 +62,10 @@ def test_two_celery_workers_build_the_index_an_in_process_build_builds(
     tmp_path: Path, embedded: EmbeddedServices
 ) -> None:
     alone = services_settings(tmp_path / "alone", embedded)
-    spread = services_settings(tmp_path / "spread", embedded).model_copy(update={"source": alone.source})
+    # The embedding fans out into up to four steps (as many as there are new texts), which the two workers share.
+    spread = services_settings(tmp_path / "spread", embedded).model_copy(
+        update={"source": alone.source, "embedding_fanout": 4}
+    )
     schemas = [alone.postgres_schema, spread.postgres_schema]
     try:
         stores = open_stores(alone)
@@ -103,6 +106,8 @@ def test_two_celery_workers_build_the_index_an_in_process_build_builds(
             instance.dispose()
         assert len(pids) >= 6 and os.getpid() not in pids.values()
         assert set(pids.values()) <= {w.pid for w in workers} and len(set(pids.values())) == 2, pids
+        batches = {step: pid for step, pid in pids.items() if "embed_batch[" in step}
+        assert len(batches) >= 2 and len(set(batches.values())) == 2, batches  # embedded on both workers
     finally:
         with psycopg.connect(str(alone.postgres_dsn), autocommit=True) as conn:
             for schema in schemas:

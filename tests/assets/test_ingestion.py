@@ -5,13 +5,14 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
+import psycopg
 import pytest
 
 from assets.build import BuildFailed, build_index, dagster_instance
 from pipelines.ingestion import build
 from pipelines.ingestion.build import BuildRequest
 from pipelines.ports import BuildCancelled, StoreUnavailable
-from pipelines.profiles import Stores
+from pipelines.profiles import Stores, open_stores
 from pipelines.settings import Settings
 from query_graph.service import QueryService
 
@@ -92,6 +93,47 @@ def test_a_build_cancelled_while_it_embeds_leaves_the_active_index_alone(
     with pytest.raises(BuildCancelled):
         build_index(settings, stores, BuildRequest.from_settings(settings), cancelled=lambda: True)
     assert stores.registry.active().version == built.version  # type: ignore[union-attr]
+
+
+def test_the_embedding_fans_out_into_steps_and_finds_the_same_chunks(
+    settings: Settings, stores: Stores, built, tmp_path: Path
+) -> None:  # type: ignore[no-untyped-def]
+    """`RAGLINE_EMBEDDING_FANOUT=3`: the new texts are embedded in three steps (in-process, one after the other),
+    and the version is the same as one step builds, its search finding the same chunks."""
+    from dagster import AssetKey
+
+    # A data dir of its own (an empty embedding cache): validated afresh, not copied, so that no path derived from
+    # the first one's home is kept.
+    fanned = Settings.model_validate(
+        {
+            **settings.model_dump(exclude_unset=True),
+            "home": tmp_path / "fanned",
+            "embedding_fanout": 3,
+            "postgres_schema": settings.postgres_schema + "_f",
+        }
+    )
+    other = open_stores(fanned)
+    try:
+        outcome = build_index(fanned, other, BuildRequest.from_settings(fanned))
+        assert outcome.built and outcome.version == built.version
+        with dagster_instance(fanned) as instance:
+            event = instance.get_latest_materialization_event(AssetKey("embeddings"))
+            assert event is not None and event.asset_materialization is not None
+            metadata = event.asset_materialization.metadata
+            steps = next(r for r in instance.get_runs() if r.run_id == event.run_id)
+            logs = instance.all_logs(steps.run_id)
+        assert metadata["embedding_steps"].value == 3 and metadata["computed"].value == outcome.summary["chunks"]
+        batch_steps = {e.step_key for e in logs if e.step_key and "embed_batch[" in e.step_key}
+        assert len(batch_steps) == 3, batch_steps
+        question = "Which port does the harbor dashboard listen on?"
+        one = QueryService(settings, stores).answer(question)
+        three = QueryService(fanned, other).answer(question)
+        assert [r["chunk_id"] for r in three["retrieved"]][:3] == [r["chunk_id"] for r in one["retrieved"]][:3]
+        assert three["answer"] == one["answer"]
+    finally:
+        other.close()
+        with psycopg.connect(str(settings.postgres_dsn), autocommit=True) as conn:
+            conn.execute(f"DROP SCHEMA IF EXISTS {fanned.postgres_schema} CASCADE")
 
 
 def test_a_failing_store_write_marks_the_version_failed(
