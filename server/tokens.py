@@ -23,6 +23,7 @@ import structlog
 from pipelines.access import EVERYTHING, Access
 from pipelines.adapters.redis_rate_limit import RateStoreUnavailable, RedisTokenBuckets
 from pipelines.adapters.token_table import SCOPES, TokenRecord, TokenTable, token_digest
+from pipelines.ports import StoreUnavailable
 from pipelines.settings import Settings
 
 __all__ = ["SCOPES", "Principal", "RateLimiter", "StreamSlots", "TokenStore", "load_or_create_token", "token_digest"]
@@ -68,12 +69,17 @@ class TokenStore:
     """The bootstrap principals, then the token table (attached once the stores are open), each digest's row
     kept `ttl` seconds (a bounded table, least recent out; unknown digests too, so a flood of bad tokens
     costs one lookup each per `ttl`). An unreachable table raises `StoreUnavailable`: the caller answers 503,
-    never lets a token in unchecked; the bootstrap token still works."""
+    never lets a token in unchecked; the bootstrap token still works. After a failed lookup the table is not
+    asked again for `retry_seconds`: while PostgreSQL is away every request is refused at once, instead of each
+    waiting out the pool's timeout."""
 
-    def __init__(self, principals: list[Principal], ttl: float = 2.0, max_entries: int = 10_000) -> None:
+    def __init__(
+        self, principals: list[Principal], ttl: float = 2.0, max_entries: int = 10_000, retry_seconds: float = 1.0
+    ) -> None:
         self._fixed = principals
         self.table: TokenTable | None = None
-        self.ttl, self.max_entries = ttl, max_entries
+        self.ttl, self.max_entries, self.retry_seconds = ttl, max_entries, retry_seconds
+        self._unreachable_until = 0.0
         self._seen: OrderedDict[str, tuple[float, TokenRecord | None]] = OrderedDict()
         self._lock = threading.Lock()
 
@@ -98,7 +104,13 @@ class TokenStore:
             if seen is not None and now - seen[0] < self.ttl:
                 self._seen.move_to_end(digest)
                 return seen[1]
-        record = self.table.find(digest) if self.table is not None else None  # StoreUnavailable propagates
+        if now < self._unreachable_until:
+            raise StoreUnavailable("the token table was unreachable a moment ago; retrying shortly")
+        try:
+            record = self.table.find(digest) if self.table is not None else None
+        except StoreUnavailable:
+            self._unreachable_until = time.monotonic() + self.retry_seconds
+            raise
         with self._lock:
             self._seen[digest] = (now, record)
             self._seen.move_to_end(digest)

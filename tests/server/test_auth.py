@@ -10,6 +10,7 @@ import time
 from datetime import UTC, datetime, timedelta
 
 import psycopg
+import pytest
 from fastapi.testclient import TestClient
 
 from pipelines.access import PUBLIC_ONLY
@@ -119,7 +120,7 @@ def test_bad_token_fields_are_422(client: TestClient) -> None:
 
 def test_an_unreachable_token_store_is_503_and_the_bootstrap_token_still_works(server_env: ServerEnv) -> None:
     root = Principal("root", token_digest("boot"), frozenset({"query"}))
-    store = TokenStore([root], ttl=0.0)
+    store = TokenStore([root], ttl=0.0, retry_seconds=1.0)
     store.attach(TokenTable("postgresql://postgres@127.0.0.1:1/none", "ragline"))
     assert store.identify("boot") == root
     try:
@@ -128,6 +129,16 @@ def test_an_unreachable_token_store_is_503_and_the_bootstrap_token_still_works(s
         pass
     else:
         raise AssertionError("an unreachable token table must not read as 'no such token' nor let the token in")
+    # While it stays unreachable the table is not asked again for `retry_seconds`: refused at once, not after
+    # another wait for the pool; then asked again.
+    asked = store.table.pool.stats().get("requests_num", 0)  # type: ignore[union-attr]
+    with pytest.raises(StoreUnavailable, match="retrying shortly"):
+        store.identify(server_env.query_token)
+    assert store.table.pool.stats().get("requests_num", 0) == asked  # type: ignore[union-attr]
+    time.sleep(1.1)  # the retry time passes
+    with pytest.raises(StoreUnavailable, match="unreachable"):
+        store.identify(server_env.query_token)
+    assert store.table.pool.stats().get("requests_num", 0) > asked  # type: ignore[union-attr]
 
 
 def test_feedback_needs_the_feedback_scope(client: TestClient, server_env: ServerEnv) -> None:
