@@ -167,6 +167,15 @@ def _serve(args: argparse.Namespace, settings: Settings) -> int:
                 print(f"ragline: {exc}", file=sys.stderr, flush=True)
                 if stores.registry.active() is None:
                     return 1
+        active = stores.registry.active() if settings.workers > 1 else None
+        if active is not None and not stores.read_by_every_process(active.location):
+            print(
+                f"ragline: the active index {active.version} is a Qdrant Edge shard, which one process opens: "
+                "serve without --no-build so that it is rebuilt into the shared store first",
+                file=sys.stderr,
+                flush=True,
+            )
+            return 1
         token = load_or_create_token(settings)
         url = f"http://{settings.host}:{settings.port}"
         workers = f" with {settings.workers} processes" if settings.workers > 1 else ""

@@ -8,14 +8,23 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
 
+from assets.build import build_index
 from evals.bench.scaleout import Outcome, Questions, deployment, faults, load, summary
+from pipelines.adapters.embedded_services import EmbeddedServices
+from pipelines.ingestion.build import BuildRequest
+from pipelines.profiles import open_stores
 from pipelines.settings import Settings
 from ragline.cli.serve import WorkersRefused, shared_settings
 from tests.corpus import write_corpus
+from tests.server.conftest import services_settings
+from tests.server.test_builds_dagster_webserver import ragline_environment
 
 HARBOR = Questions(
     repeated=["Which port does the harbor dashboard listen on?", "How long does harbor keep build logs?"],
@@ -75,3 +84,25 @@ def test_several_processes_get_shared_stores_or_a_clear_refusal() -> None:
         shared_settings(Settings(workers=2, semantic_cache_store="edge"))
     with pytest.raises(WorkersRefused, match="RAGLINE_VECTOR_STORE=qdrant without RAGLINE_QDRANT_URL"):
         shared_settings(Settings(workers=2, vector_store="qdrant"))
+
+
+def test_several_processes_refuse_an_active_shard_they_cannot_all_open(
+    tmp_path: Path, embedded: EmbeddedServices
+) -> None:
+    """`--no-build` over an index built as a Qdrant Edge shard: one process could open it, four cannot; the
+    server says so and exits instead of answering 503 from three of them."""
+    settings = services_settings(tmp_path, embedded)
+    stores = open_stores(settings)
+    try:
+        built = build_index(settings, stores, BuildRequest.from_settings(settings))
+        assert not built.summary["location"].startswith("pg:")
+    finally:
+        stores.close()
+    env = {**os.environ, **ragline_environment(settings), "RAGLINE_PORT": "0"}
+    done = subprocess.run(
+        [sys.executable, "-m", "ragline", "serve", "--workers", "2", "--no-build"],
+        env=env, capture_output=True, text=True, timeout=300,
+    )  # fmt: skip
+    assert done.returncode == 1 and "is a Qdrant Edge shard, which one process opens" in done.stderr, done.stderr[
+        -2000:
+    ]
