@@ -39,6 +39,8 @@ def cmd_index_build(args: argparse.Namespace) -> int:
         settings = settings.model_copy(update={"build_strategies": args.strategy})
     if args.executor == "celery":
         return _build_on_celery(settings, args)
+    if args.executor == "dagster":
+        return _build_on_dagster(settings, args)
     stores = open_stores(settings)
     try:
         request = BuildRequest.from_settings(settings)
@@ -57,6 +59,52 @@ def cmd_index_build(args: argparse.Namespace) -> int:
         stores.close()
     if args.json:
         print_json({"version": outcome.version, "built": outcome.built, "run_id": outcome.run_id, **outcome.summary})
+    return 0
+
+
+def _build_on_dagster(settings: Any, args: argparse.Namespace) -> int:
+    """The build as a run of the Dagster webserver at `RAGLINE_DAGSTER_URL`, executed by its run worker and shown in
+    its UI while it runs, as a build over the admin API is; Ctrl-C terminates the run."""
+    import threading
+
+    from pipelines.ports import BuildCancelled
+    from server.builds import BuildRequestBody, dagster_graphql_launcher
+
+    if not settings.dagster_url:
+        print(
+            "ragline: --executor dagster needs RAGLINE_DAGSTER_URL (the webserver of `ragline dagster`)",
+            file=sys.stderr,
+        )
+        return 2
+    strategy = args.strategy[0] if args.strategy and len(args.strategy) == 1 else None
+    body = BuildRequestBody(str(settings.source) if args.source else None, strategy, args.force)
+    stop, outcome, failure = threading.Event(), [], []
+
+    def run() -> None:
+        try:
+            outcome.append(dagster_graphql_launcher(settings)(body, stop.is_set))
+        except BaseException as exc:  # reported by the main thread
+            failure.append(exc)
+
+    print(f"ragline: building as a run of {settings.dagster_url} ...", file=sys.stderr, flush=True)
+    worker = threading.Thread(target=run, name="dagster-build", daemon=True)
+    worker.start()
+    try:
+        while worker.is_alive():
+            worker.join(0.5)
+    except KeyboardInterrupt:
+        print("ragline: terminating the Dagster run ...", file=sys.stderr, flush=True)
+        stop.set()
+        worker.join(120)
+    if failure:
+        kind = "cancelled" if isinstance(failure[0], BuildCancelled) else "failed"
+        print(f"ragline: build {kind}: {failure[0]}", file=sys.stderr)
+        return 130 if kind == "cancelled" else 1
+    result = outcome[0]
+    verb = "built and activated" if result.get("built") else "already active:"
+    print(f"ragline: {verb} {result.get('version')} (Dagster run {result.get('run_id')})", file=sys.stderr, flush=True)
+    if args.json:
+        print_json({**result, "executor": "dagster"})
     return 0
 
 
@@ -148,10 +196,11 @@ def register(commands: Any) -> None:
     build.add_argument("--json", action="store_true")
     build.add_argument(
         "--executor",
-        choices=["in-process", "celery"],
+        choices=["in-process", "celery", "dagster"],
         default="in-process",
-        help="where the build's steps run: this process, or Celery workers (`celery -A dagster_celery.app worker "
-        "-Q dagster`, started with the same RAGLINE_* variables)",
+        help="where the build's steps run: this process; Celery workers (`celery -A dagster_celery.app worker "
+        "-Q dagster`, started with the same RAGLINE_* variables); or a run of the Dagster webserver at "
+        "RAGLINE_DAGSTER_URL (`ragline dagster`), executed by its run worker and shown in its UI",
     )
     build.add_argument("--broker", default="pyamqp://guest:guest@127.0.0.1:5672//", help="the Celery broker (RabbitMQ)")
     build.set_defaults(func=cmd_index_build)

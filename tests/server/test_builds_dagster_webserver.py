@@ -166,6 +166,18 @@ def test_admin_build_runs_on_a_webserver_without_daemon(fresh_settings: Settings
                 assert stopped["state"] == "cancelled", stopped
                 assert "terminated" in stopped["error"]
                 assert stores.registry.active().location == rebuilt.location  # type: ignore[union-attr]
+
+                # The CLI builds the same way: a run of the webserver, executed by its run worker.
+                cli = subprocess.run(
+                    [sys.executable, "-m", "ragline", "index", "build", "--executor", "dagster", "--force", "--json"],
+                    env={**os.environ, **ragline_environment(app_settings)}, capture_output=True, text=True,
+                    timeout=600,
+                )  # fmt: skip
+                assert cli.returncode == 0, cli.stderr[-3000:]
+                by_cli = json.loads(cli.stdout)
+                assert by_cli["executor"] == "dagster" and by_cli["dagster_status"] == "SUCCESS"
+                assert by_cli["built"] is True and by_cli["version"] == active.version
+                assert stores.registry.active().location == by_cli["summary"]["location"]  # type: ignore[union-attr]
             with dagster_instance(settings) as instance:  # the forced run materialised the graph again
                 runs = {r.run_id: r for r in instance.get_runs()}
                 assert runs[forced["run_id"]].run_config["resources"]["ragline"]["config"] == {"force": True}
