@@ -116,12 +116,15 @@ def test_the_embedding_fans_out_into_steps_and_finds_the_same_chunks(
     try:
         outcome = build_index(fanned, other, BuildRequest.from_settings(fanned))
         assert outcome.built and outcome.version == built.version
-        with dagster_instance(fanned) as instance:
-            event = instance.get_latest_materialization_event(AssetKey("embeddings"))
-            assert event is not None and event.asset_materialization is not None
-            metadata = event.asset_materialization.metadata
-            steps = next(r for r in instance.get_runs() if r.run_id == event.run_id)
-            logs = instance.all_logs(steps.run_id)
+        with dagster_instance(fanned) as instance:  # this build's last run (the instance may be shared)
+            logs = instance.all_logs(str(outcome.run_id))
+        materialized = [
+            e.asset_materialization
+            for e in logs
+            if e.asset_materialization is not None and e.asset_materialization.asset_key == AssetKey("embeddings")
+        ]
+        assert len(materialized) == 1
+        metadata = materialized[0].metadata
         assert metadata["embedding_steps"].value == 3 and metadata["computed"].value > 0
         batch_steps = {e.step_key for e in logs if e.step_key and "embed_batch[" in e.step_key}
         assert len(batch_steps) == 3, batch_steps

@@ -201,7 +201,7 @@ def test_a_run_nothing_launches_fails_the_build_quickly(tmp_path: Path) -> None:
         )
         started = time.monotonic()
         with pytest.raises(RunNotLaunched, match=r"QUEUED after 3 s.*dagster-daemon.*DefaultRunCoordinator"):
-            launcher(BuildRequestBody())
+            launcher(BuildRequestBody(), lambda: False)
         assert time.monotonic() - started < 30
         with DagsterInstance.from_config(str(home)) as instance:
             runs = instance.get_runs()
