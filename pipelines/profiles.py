@@ -36,12 +36,6 @@ class Stores:
     def uses_qdrant_server(self) -> bool:
         return self.settings.vector_store == "qdrant" and self.settings.qdrant_url is not None
 
-    @property
-    def shares_index(self) -> bool:
-        """Whether every process reads the same index (a Qdrant server, PostgreSQL), rather than one process
-        holding a shard: a replaced location is then dropped without asking who holds it."""
-        return self.uses_qdrant_server or self.settings.vector_store == "postgres"
-
     def read_by_every_process(self, location: str) -> bool:
         """A PostgreSQL table pair or a Qdrant server's collection, rather than a shard one process holds."""
         return pgvector_index.in_postgres(location) or self.uses_qdrant_server

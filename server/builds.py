@@ -125,16 +125,17 @@ class BuildTracker:
         """Whether a cancel was asked for, read from PostgreSQL at most every `every_seconds`."""
         if self.log is None:
             return lambda: build.cancel_requested
-        log_, last = self.log, [0.0, False]
+        store, asked_at, asked = self.log, 0.0, False
 
         def cancelled() -> bool:
-            if not last[1] and time.monotonic() - float(last[0]) >= every_seconds:
+            nonlocal asked_at, asked
+            if not asked and time.monotonic() - asked_at >= every_seconds:
                 try:
-                    last[1] = log_.cancel_requested(build.id)
+                    asked = store.cancel_requested(build.id)
                 except Exception as exc:  # the registry is down: the build goes on
                     log.warning("build_cancel_unread", build=build.id, error=str(exc))
-                last[0] = time.monotonic()
-            return bool(last[1])
+                asked_at = time.monotonic()
+            return asked
 
         return cancelled
 

@@ -58,7 +58,8 @@ def _table(location: str) -> str:
     return location[len(PREFIX) :]
 
 
-def _vector(values: np.ndarray) -> str:
+def vector_literal(values: np.ndarray) -> str:
+    """A vector as pgvector's text input (`[0.1,0.2,...]`)."""
     return "[" + ",".join(f"{float(v):.7g}" for v in np.asarray(values, dtype=np.float32)) + "]"
 
 
@@ -69,10 +70,19 @@ def drop(pool: PostgresPool, schema: str, location: str) -> None:
 
 
 def exists(pool: PostgresPool, schema: str, location: str) -> bool:
-    table = f"{checked_schema(schema)}.{_table(location)}"
+    return _indexes(pool, schema, location) is not None
+
+
+def _indexes(pool: PostgresPool, schema: str, location: str) -> list[str] | None:
+    """The definitions of the version table's indexes; None when the table does not exist."""
+    table = _table(location)
     with pool.connection() as conn:
-        row = conn.execute("SELECT to_regclass(%s) IS NOT NULL AS found", (table,)).fetchone()
-    return bool(row and row["found"])
+        row = conn.execute(
+            "SELECT to_regclass(%s) IS NOT NULL AS found, "
+            "array(SELECT indexdef FROM pg_indexes WHERE schemaname = %s AND tablename = %s) AS defs",
+            (f"{checked_schema(schema)}.{table}", schema, table),
+        ).fetchone()
+    return list(row["defs"]) if row and row["found"] else None
 
 
 def shared_pool(dsn: str, schema: str, max_size: int = 8, timeout: float = 5.0) -> PostgresPool:
@@ -132,7 +142,7 @@ class PgVectorIndexWriter:
                     for key, chunk, vector in zip(keys, chunks, dense, strict=True):
                         payload = json.dumps(chunk.payload(), ensure_ascii=False)
                         copy.write_row(
-                            (key, chunk.strategy, chunk.language, list(chunk.access), payload, _vector(vector))
+                            (key, chunk.strategy, chunk.language, list(chunk.access), payload, vector_literal(vector))
                         )
                 with cur.copy(f"COPY {t}_postings (term, key, weight) FROM STDIN") as copy:
                     for key, vector in zip(keys, sparse, strict=True):
@@ -179,8 +189,11 @@ class PgVectorIndex(CallerViews):
     def __init__(self, pool: PostgresPool, schema: str, location: str) -> None:
         self.pool, self.location = pool, location
         self.table = f"{checked_schema(schema)}.{_table(location)}"
-        if not exists(pool, schema, location):
+        indexes = _indexes(pool, schema, location)
+        if indexes is None:
             raise StoreUnavailable(f"index table {self.table} is missing")
+        # Only an HNSW index reads the search settings: an exact scan needs no round trips to set them.
+        self.hnsw = any("USING hnsw" in definition for definition in indexes)
 
     @contextmanager
     def _cursor(self, what: str) -> Iterator[psycopg.Cursor[dict[str, Any]]]:
@@ -207,10 +220,13 @@ class PgVectorIndex(CallerViews):
     ) -> list[dict[str, Any]]:
         where, params = self._where(strategy, language)
         columns = "key, payload" if payload else "key"
-        query = _vector(vector)
+        query = vector_literal(vector)
         with self._cursor("dense search") as cur:
-            cur.execute(f"SET LOCAL hnsw.ef_search = {max(EF_SEARCH, int(limit))}")
-            cur.execute("SET LOCAL hnsw.iterative_scan = strict_order")
+            if self.hnsw:
+                cur.execute(
+                    f"SET LOCAL hnsw.ef_search = {max(EF_SEARCH, int(limit))}; "
+                    "SET LOCAL hnsw.iterative_scan = strict_order"
+                )
             cur.execute(
                 f"SELECT {columns}, 1 - (dense <=> %s::vector) AS score FROM {self.table}{where} "
                 "ORDER BY dense <=> %s::vector, key LIMIT %s",

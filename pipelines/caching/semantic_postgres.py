@@ -23,15 +23,12 @@ import numpy as np
 import psycopg
 import structlog
 
+from pipelines.adapters.pgvector_index import vector_literal
 from pipelines.adapters.postgres_pool import PostgresPool, checked_schema, ensure_tables
 from pipelines.caching.semantic import SemanticCacheUnavailable, SemanticMatch, namespace_digest
 from pipelines.ports import StoreUnavailable
 
 log = structlog.get_logger(__name__)
-
-
-def _vector(values: np.ndarray) -> str:
-    return "[" + ",".join(f"{float(v):.7g}" for v in np.asarray(values, dtype=np.float32)) + "]"
 
 
 class PostgresSemanticCache:
@@ -75,7 +72,7 @@ class PostgresSemanticCache:
             "lookup",
             f"SELECT id, key, 1 - (question <=> %s::vector) AS similarity FROM {self.schema}.semantic_cache "
             "WHERE namespace = %s AND signature = %s ORDER BY question <=> %s::vector LIMIT 1",
-            (_vector(vector), namespace_digest(namespace), signature, _vector(vector)),
+            (vector_literal(vector), namespace_digest(namespace), signature, vector_literal(vector)),
         )
         if not rows or float(rows[0]["similarity"]) < threshold:
             return None
@@ -92,7 +89,7 @@ class PostgresSemanticCache:
                 namespace_digest(namespace),
                 signature,
                 exact_key,
-                _vector(vector),
+                vector_literal(vector),
             ),
         )
         if time.monotonic() - self._pruned_at > 3600:
