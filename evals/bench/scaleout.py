@@ -322,7 +322,12 @@ async def faults(
     stop.set()
     outcomes = await running
     events["end"] = time.monotonic()
-    restarted = dep.worker_pids()
+    # uvicorn replaces a dead worker within its supervisor's next rounds; a loaded machine may take longer to
+    # show the replacement, so it is given up to a minute before it counts as missing.
+    restarted, deadline = dep.worker_pids(), time.monotonic() + 60
+    while (victim in restarted or len(restarted) != len(before)) and time.monotonic() < deadline:
+        await asyncio.sleep(0.5)
+        restarted = dep.worker_pids()
     return judge(outcomes, events, clients, build, failed, victim, before, restarted)
 
 
@@ -362,6 +367,7 @@ def judge(
     return {
         "checks": checks,
         "held": all(checks.values()),
+        "worker_pids": {"before": before, "after": after, "killed": victim},
         "errors_in_kill_window": dict(Counter(o.kind for o in in_kill)),
         "errors_elsewhere": dict(Counter(o.kind for o in elsewhere)),
         "requests_while_redis_down": len(redis_down),
