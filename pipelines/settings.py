@@ -335,6 +335,12 @@ class Settings(BaseSettings):
         "by their coverage of the question's words (`lexical`), or by the packaged cross-encoder's order "
         "(`cross_encoder`; English questions, others keep the lexical order).",
     )
+    answer_gate: Literal["off", "cross_encoder"] = Field(
+        "off",
+        description="Whether an extractive answer is checked for answering the question before it is said: "
+        "`cross_encoder` replies `no_answer` when the packaged cross-encoder scores every sentence the answer would "
+        "quote below -4 (its sentences only share the question's words; English questions), `off` does not check.",
+    )
     answer_analyzer: Literal["plain", "snowball"] = Field(
         "snowball",
         description="How the extractive answer matches the question's words in sentences: as written (`plain`), "

@@ -103,7 +103,8 @@ class BackHalf:
                 {**variants, **answer_settings(s), "top_k": top_k, "code": code_digest()}, sort_keys=True
             ),
         }
-        if variants["rerank"] == "cross_encoder" or variants["sentence_ranker"] in ("cross_encoder", "asked"):
+        reads_sentences = variants["sentence_ranker"] in ("cross_encoder", "asked") or variants["answer_gate"] != "off"
+        if variants["rerank"] == "cross_encoder" or reads_sentences:
             inputs["reranker"] = self.reranker()  # RerankUnavailable when its file is missing or altered
         uses_model = variants["follow_up_rewrite"] == "llm"
         if uses_model or variants["generator"] == "litellm" or variants["verify"] in ("llm", "llm_score"):

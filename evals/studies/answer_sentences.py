@@ -12,6 +12,9 @@ reported in aggregate.
   sentences positive when they hold one of the question's evidence strings or facts (facts of three words
   or more: "No" is in many sentences), written to a JSON file that `fit --golden FILE` adds to XQuAD's
   rows, each source weighing as much in all as XQuAD's rows do.
+- `gate`: per half, the answer gate (pipelines/answering/answerability.py) with the lexical answer: for each
+  threshold of the cross-encoder's best logit, the share still answered with every paragraph and the share
+  with no answer once the answering paragraph is taken away. `--ranker` is required.
 - `judge`: per half, the share of answers holding the answer span and the sentences per answer, for the
   `asked` selection and for the lexical order (`extract_answer`); and, for abstention, the same questions
   with their answering paragraph taken away (the other four paragraphs share the question's words but do
@@ -20,6 +23,7 @@ reported in aggregate.
     ragline eval sentence-rows --source DIR [--include GLOB] --golden FILE --ranker --out ROWS.json
     python -m evals.studies.answer_sentences fit --xquad ../shared/corpora/xquad --golden ROWS.json [--ranker]
     python -m evals.studies.answer_sentences judge --xquad ../shared/corpora/xquad --out FILE.json
+    python -m evals.studies.answer_sentences gate --xquad ../shared/corpora/xquad --ranker --half tuning
     python -m evals.studies.answer_sentences table RUN.json [RUN.log] ...   (`ragline eval answers` runs)
 
 `table` prints, per half of each `ragline eval answers` run (its per-question records split by `half_of`),
@@ -42,8 +46,8 @@ from typing import Any
 import numpy as np
 
 from evals.golden import normalise
-from pipelines.answering import asked
-from pipelines.answering.extractive import extract_answer
+from pipelines.answering import answerability, asked
+from pipelines.answering.extractive import extract_answer, score_sentences
 from pipelines.documents import Chunk
 from pipelines.golden_sets import half_of
 from pipelines.text.analysis import analyzer
@@ -207,6 +211,59 @@ def judge(questions: Sequence[Question], thresholds: Sequence[float], ranker: An
     return out
 
 
+def pool_sentences(question: str, passages: Sequence[Chunk], pool: int = 12) -> list[str]:
+    """The gate's other reading, not kept: the best `pool` qualifying sentences by coverage (every sentence the
+    generator sees) and the sentences right before and after each of them in its passage."""
+    scored = score_sentences(question, passages, own_only=False, words=WORDS, language="en")
+    qualifying = sorted((s for s in scored if s.score >= 0.15), key=lambda s: -s.score)[:pool]
+    chosen = {(s.rank, s.position) for s in qualifying}
+    near = {(s.rank, s.position + d) for s in qualifying for d in (-1, 1)} - chosen
+    return list(dict.fromkeys([s.text for s in qualifying] + [s.text for s in scored if (s.rank, s.position) in near]))
+
+
+GATE_THRESHOLDS = (-10.0, -9.0, -8.0, -7.0, -6.0, -5.0, -4.0, -3.0, -2.0, -1.0, 0.0)
+
+
+def gate(questions: Sequence[Question], ranker: Any) -> dict[str, Any]:
+    """The answer gate (pipelines/answering/answerability.py) with the lexical answer, reading either the answer's own
+    sentences (`answer`, the gate's) or the qualifying sentences and their neighbours (`pool_sentences`): per threshold, the share
+    of questions still answered with all their paragraphs (and answered holding the answer span), and the share
+    that gets no answer once the answering paragraph is taken away."""
+    best: dict[str, tuple[list[float], list[float]]] = {"answer": ([], []), "pool": ([], [])}
+    held: list[float] = []
+    read: dict[str, list[int]] = {"answer": [], "pool": []}
+    for q in questions:
+        for n, passages in enumerate((q.passages, without_answer(q))):
+            text, chosen = extract_answer(q.text, passages, words=WORDS)
+            if n == 0:
+                held.append(float(normalise(q.answer) in said(text)))
+            verdicts = {
+                "answer": answerability.judged(q.text, [s.text for s in chosen], ranker),
+                "pool": answerability.judged(q.text, pool_sentences(q.text, passages), ranker),
+            }
+            for reads, verdict in verdicts.items():
+                best[reads][n].append(verdict.best_score if verdict.best_score is not None else 99.0)
+                read[reads].append(verdict.read)
+    n = len(questions)
+    out: dict[str, Any] = {"n": n, "lexical_contains_answer": round(sum(held) / n, 4)}
+    for reads, (with_p, without_p) in best.items():
+        out[reads] = {
+            "sentences_read_mean": round(sum(read[reads]) / max(len(read[reads]), 1), 2),
+            "gate": [
+                {
+                    "min_logit": t,
+                    "answered": round(sum(s >= t for s in with_p) / n, 4),
+                    "answered_holding_answer": round(
+                        sum(h for h, s in zip(held, with_p, strict=True) if s >= t) / n, 4
+                    ),
+                    "abstained_without_answer_paragraph": round(sum(s < t for s in without_p) / n, 4),
+                }
+                for t in GATE_THRESHOLDS
+            ],
+        }
+    return out
+
+
 def _avg(values: Sequence[float | None]) -> str:
     present = [v for v in values if v is not None]
     return f"{sum(present) / len(present):.3f}" if present else "-"
@@ -254,7 +311,7 @@ def table(paths: Sequence[str]) -> list[str]:
 
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m evals.studies.answer_sentences")
-    parser.add_argument("action", choices=["fit", "judge", "table"])
+    parser.add_argument("action", choices=["fit", "judge", "gate", "table"])
     parser.add_argument("runs", nargs="*", help="table: `ragline eval answers` outputs, each optionally with its log")
     parser.add_argument("--xquad")
     parser.add_argument("--golden", action="append", help="rows written by `ragline eval sentence-rows`")
@@ -293,6 +350,15 @@ def main(argv: Sequence[str] | None = None) -> int:
         w = fit(x, y, args.l2, weight=weight)
         for name, value in zip(asked.FEATURES, w, strict=True):
             print(f"    {value: .3f},  # {name}")
+        return 0
+    if args.action == "gate":
+        if ranker is None:
+            parser.error("gate needs --ranker (the gate is the cross-encoder's)")
+        report = {half: gate(qs, ranker) for half, qs in halves.items() if args.half in ("all", half)}
+        text = json.dumps(report, indent=2)
+        print(text)
+        if args.out:
+            Path(args.out).write_text(text + "\n", encoding="utf-8")
         return 0
     thresholds = [0.0, 0.05, 0.1, 0.15, 0.2, 0.25, 0.3, 0.35, 0.4]
     report = {half: judge(qs, thresholds, ranker) for half, qs in halves.items() if args.half in ("all", half)}

@@ -12,7 +12,8 @@ from typing import Any
 from hamilton.function_modifiers import config
 
 from pipelines.adapters.llm_harness import GenerationUnavailable, LLMHarness
-from pipelines.answering import asked
+from pipelines.answering import answerability, asked
+from pipelines.answering.answerability import GateVerdict
 from pipelines.answering.citations import ValidatedSentence
 from pipelines.answering.crag import knowledge_strips
 from pipelines.answering.extractive import SentenceRanker, extract_answer
@@ -56,6 +57,7 @@ class Draft:
     fallback: str | None = None
     model_kind: str | None = None
     truncated: str | None = None
+    gate: GateVerdict | None = None  # the answer gate's verdict on an extractive answer (None: it did not read it)
 
 
 @config.when(sentence_ranker="lexical")
@@ -82,6 +84,21 @@ def answer_sentence_ranker__asked(
     return reranker.scores if guardrail_language.language == "en" else None
 
 
+@config.when(answer_gate="off")
+def answer_gate_ranker__off() -> SentenceRanker | None:
+    """The extractive answer is said as chosen."""
+    return None
+
+
+@config.when(answer_gate="cross_encoder")
+def answer_gate_ranker__cross_encoder(
+    reranker: CrossEncoderReranker, guardrail_language: LanguageGuess
+) -> SentenceRanker | None:
+    """The packaged cross-encoder reads the question beside each sentence the answer would say
+    (pipelines/answering/answerability.py); English questions only, like the model."""
+    return reranker.scores if guardrail_language.language == "en" else None
+
+
 @config.when(answer_analyzer="plain")
 def answer_words__plain() -> Analyzer:
     """Sentences and question compared word by word as written ("adding" is not "add")."""
@@ -103,36 +120,46 @@ def draft_answer__extractive(
     answer_sentences: int,
     min_answer_score: float,
     answer_sentence_ranker: SentenceRanker | None,
+    answer_gate_ranker: SentenceRanker | None,
     answer_words: Analyzer,
     guardrail_language: LanguageGuess,
     sentence_ranker: str = "lexical",
     answer_scope: str = "passages",  # the variant (graph config)
 ) -> Draft:
     """`sentence_ranker` (the graph's config): `asked` chooses the sentences by what the question asks
-    (pipelines/answering/asked.py); otherwise `answer_sentence_ranker` orders them (None: by coverage)."""
+    (pipelines/answering/asked.py); otherwise `answer_sentence_ranker` orders them (None: by coverage).
+    `answer_gate_ranker`: when given, the chosen sentences must answer the question by its score
+    (pipelines/answering/answerability.py), or the reply is `no_answer`."""
+    chunks = [c.chunk for c in context_candidates]
     if sentence_ranker == "asked":
-        text, _ = asked.answer(
+        ranker = "asked"
+        text, used = asked.answer(
             question,
-            [c.chunk for c in context_candidates],
+            chunks,
             max_sentences=answer_sentences,
             min_score=min_answer_score,
             words=answer_words,
             language=guardrail_language.language,
             ranker=answer_sentence_ranker,
         )
-        return Draft(text=text, generator="extractive", kind="answer" if text else "no_answer", sentence_ranker="asked")
-    text, _ = extract_answer(
-        question,
-        [c.chunk for c in context_candidates],
-        max_sentences=answer_sentences,
-        min_score=min_answer_score,
-        ranker=answer_sentence_ranker,
-        words=answer_words,
-        language=guardrail_language.language,
-        scope=answer_scope,
-    )
-    ranker = "lexical" if answer_sentence_ranker is None else "cross_encoder"
-    return Draft(text=text, generator="extractive", kind="answer" if text else "no_answer", sentence_ranker=ranker)
+    else:
+        ranker = "lexical" if answer_sentence_ranker is None else "cross_encoder"
+        text, used = extract_answer(
+            question,
+            chunks,
+            max_sentences=answer_sentences,
+            min_score=min_answer_score,
+            ranker=answer_sentence_ranker,
+            words=answer_words,
+            language=guardrail_language.language,
+            scope=answer_scope,
+        )
+    gate = None
+    if answer_gate_ranker is not None and text:
+        gate = answerability.judged(question, [s.text for s in used], answer_gate_ranker)
+        if not gate.answers:
+            text = ""
+    return Draft(text, "extractive", "answer" if text else "no_answer", sentence_ranker=ranker, gate=gate)
 
 
 def _watched(tokens: Iterator[str], raw: list[str]) -> Iterator[str]:
@@ -177,6 +204,7 @@ def draft_answer__litellm(
     answer_sentences: int,
     min_answer_score: float,
     answer_sentence_ranker: SentenceRanker | None,
+    answer_gate_ranker: SentenceRanker | None,
     guardrail_language: LanguageGuess,
     sentence_ranker: str,
 ) -> Draft:

@@ -89,6 +89,7 @@ def reply(
         "retrieved": [_retrieved_entry(c, quoted.get(c.chunk.chunk_id), question, answer_words) for c in shown],
         "generator": draft_answer.generator,
         "sentence_ranker": draft_answer.sentence_ranker,
+        "answer_gate": draft_answer.gate.as_reply() if draft_answer.gate else None,
         "provider": draft_answer.provider,
         "crag": crag_outcome.trace,
         "lanes": [lane.as_dict() for lane in retrieval_lanes],

@@ -52,7 +52,7 @@ def page_chunks(strategy: str, context: int = 0) -> list[Chunk]:
 def answer(question: str, chunks: list[Chunk], min_score: float = 0.15) -> dict[str, Any]:
     candidates = [Candidate(c, rank, 1 / (60 + rank), rank, 0.5, None, None) for rank, c in enumerate(chunks, 1)]
     draft = draft_answer__extractive(
-        question, candidates, 3, min_score, None, answer_words__snowball(), LanguageGuess("en", 0.99)
+        question, candidates, 3, min_score, None, None, answer_words__snowball(), LanguageGuess("en", 0.99)
     )
     checker = sentence_checker__lexical(candidates, 0.5, "remove")
     verified = verified_answer(validated_answer(draft, candidates), checker)

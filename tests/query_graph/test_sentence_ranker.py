@@ -98,3 +98,16 @@ def test_the_answer_analyzer_variant_runs_in_the_graph(harbor: Harbor) -> None:
     plain = service.answer(question, variants={"answer_analyzer": "plain", "sentence_ranker": "lexical"})
     # To the plain analyzer "keeps" is not "keep": the best sentence scores lower, and the weaker row joins it.
     assert plain["variants"]["answer_analyzer"] == "plain" and "retention_days | 14" in plain["answer"]
+
+
+def test_the_answer_gate_stops_an_answer_that_only_shares_the_questions_words(harbor: Harbor) -> None:
+    service = harbor.service()
+    question = "Who wrote the harbor dashboard?"  # no page says; the ports section shares its words
+    off = service.answer(question)
+    assert off["status"] == "answered" and off["answer_gate"] is None  # the gate is off by default
+    gated = service.answer(question, variants={"answer_gate": "cross_encoder"})
+    assert gated["status"] == "no_answer" and gated["citations"] == []
+    assert gated["answer_gate"]["answers"] is False and gated["answer_gate"]["best_score"] < -4
+    answered = service.answer(QUESTION, variants={"answer_gate": "cross_encoder"})
+    assert answered["status"] == "answered" and "7420" in answered["answer"]
+    assert answered["answer_gate"]["answers"] is True and answered["answer_gate"]["sentences_read"] >= 1
