@@ -30,7 +30,7 @@ for the worse. Judged on the held-out halves (docs/benchmarks.md, "Extractive an
 are an article's paragraphs in order, not a ranking, so the passage's rank weighs nothing yet.
 
 Selection (`select`). The best sentence by the model; `no_answer` when even that one is unlikely to answer
-(`MIN_RANKER`: the cross-encoder's score of the best candidate, chosen on the tuning halves with questions
+(`MIN_RANKER`: the cross-encoder's best score among the sentences the answer would say, chosen on the tuning halves with questions
 whose answering paragraph was taken away: sentences that share the question's words but do not answer it).
 A question of two asks gets the best sentence of each ask next, from any page. When the question asks for a
 kind of value and no sentence chosen so far holds one, the likeliest sentence of the same page that does
@@ -400,8 +400,6 @@ def select(
     top = found[0]
     if top.probability < min_probability:
         return []
-    if ranker is not None and min_ranker is not None and max(c.features[_RANKER] for c in found) < min_ranker:
-        return []
     picks = [top]
 
     def fresh(c: Candidate) -> bool:
@@ -425,6 +423,10 @@ def select(
         if c.document_id == top.document_id and c.probability >= floor and fresh(c):
             picks.append(c)
     picks = picks[:max_sentences]
+    # The answer's own sentences decide, as `evals.studies.answer_sentences judge` measured the threshold: the best
+    # of every candidate (a neighbour the answer does not say) would keep answers that say nothing to the question.
+    if ranker is not None and min_ranker is not None and max(c.features[_RANKER] for c in picks) < min_ranker:
+        return []
     first = {id(c) for c in picks if "yesno" in asked_kinds(question) and NEGATION.search(c.sentence.text)}
     return sorted(picks, key=lambda c: (id(c) not in first, c.sentence.rank, c.sentence.position))
 
