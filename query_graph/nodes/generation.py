@@ -60,6 +60,12 @@ class Draft:
     gate: GateVerdict | None = None  # the answer gate's verdict on an extractive answer (None: it did not read it)
 
 
+def _english_only(reranker: CrossEncoderReranker, language: LanguageGuess) -> SentenceRanker | None:
+    """The packaged cross-encoder's scores for an English question; None for any other (it was trained on
+    English only, ../shared/MODELS.md)."""
+    return reranker.scores if language.language == "en" else None
+
+
 @config.when(sentence_ranker="lexical")
 def answer_sentence_ranker__lexical() -> SentenceRanker | None:
     """Sentences ordered by how much of the question they cover (pipelines/answering/extractive.py)."""
@@ -72,7 +78,7 @@ def answer_sentence_ranker__cross_encoder(
 ) -> SentenceRanker | None:
     """The packaged cross-encoder reads the question beside each sentence. It was trained on English
     only (../shared/MODELS.md): a question in another language keeps the lexical order."""
-    return reranker.scores if guardrail_language.language == "en" else None
+    return _english_only(reranker, guardrail_language)
 
 
 @config.when(sentence_ranker="asked")
@@ -81,7 +87,7 @@ def answer_sentence_ranker__asked(
 ) -> SentenceRanker | None:
     """The `asked` selection (pipelines/answering/asked.py) reads the cross-encoder's score of each candidate
     as two of its features, for English questions (the cross-encoder's language); others go without."""
-    return reranker.scores if guardrail_language.language == "en" else None
+    return _english_only(reranker, guardrail_language)
 
 
 @config.when(answer_gate="off")
@@ -96,7 +102,7 @@ def answer_gate_ranker__cross_encoder(
 ) -> SentenceRanker | None:
     """The packaged cross-encoder reads the question beside each sentence the answer would say
     (pipelines/answering/answerability.py); English questions only, like the model."""
-    return reranker.scores if guardrail_language.language == "en" else None
+    return _english_only(reranker, guardrail_language)
 
 
 @config.when(answer_analyzer="plain")
