@@ -81,7 +81,14 @@ def test_unread_answers_are_written_out_to_be_read(tmp_path: Path) -> None:
     assert todo[0]["answer_sha256"] == answer_digest("New.")
 
 
-def test_the_committed_readings_load_and_name_golden_questions() -> None:
-    golden = {json.loads(line)["id"] for line in (ROOT / "../shared/golden/fastapi_en.jsonl").read_text().splitlines()}
-    readings = load_readings(ROOT / "evals/data/readings/fastapi_en.extractive.jsonl")
-    assert len(readings) >= 20 and set(readings) <= golden
+GOLDEN = {"fastapi_en": ROOT / "../shared/golden/fastapi_en.jsonl"} | {
+    p.stem: p for p in (ROOT / "evals/golden").glob("*.jsonl")
+}
+
+
+@pytest.mark.parametrize("path", sorted((ROOT / "evals/data/readings").glob("*.jsonl")), ids=lambda p: p.name)
+def test_the_committed_readings_load_and_name_questions_of_their_golden_set(path: Path) -> None:
+    golden_set = path.name.split(".")[0]  # <set>.<generator>.jsonl
+    ids = {json.loads(line)["id"] for line in GOLDEN[golden_set].read_text().splitlines() if line.strip()}
+    readings = load_readings(path)
+    assert readings and set(readings) <= ids
