@@ -4,6 +4,12 @@ Boilerplate goes: `nav`, `header`, `footer`, `aside`, `script`, `style`, `form`,
 element whose id, class or role has a word that starts with a name of navigation, breadcrumbs, sidebars,
 cookie banners, feedback widgets or heading permalinks. When the page has a `<main>` or `<article>`, only
 that is kept.
+
+Lists keep their shape: each item is one `- ` line, indented two spaces per level of nesting, and the paragraphs
+an item wraps (Sphinx writes `<li><p>...</p></li>`) stay on its bullet line, a later one on an indented line of the
+same item; a list nested in an item follows the item's line with no blank line between. Read as paragraphs, an
+item's text came out as a lone "-" and a paragraph, and a sentence announcing a list ("... three hook runners:")
+no longer had the list after it.
 """
 
 from __future__ import annotations
@@ -24,6 +30,9 @@ _DROP_HINTS = re.compile(
 _TEXT_IDS = {"section", "h1", "h2", "h3", "h4", "h5", "h6", "dt"}
 _VOID = {"br", "hr", "img", "input", "meta", "link", "area", "base", "col", "embed", "source", "track", "wbr"}
 _BLOCKS = {"p", "div", "section", "li", "dt", "dd", "blockquote", "tr", "table", "ul", "ol", "dl", "figure"}
+_LISTS = {"ul", "ol"}
+# Inside an item, these are its text and its nested lists; any other block (a table, a quote) is read as a block.
+_ITEM_FLOW = {"p", "ul", "ol"}
 
 
 def looks_like_html(text: str) -> bool:
@@ -45,6 +54,7 @@ class _Converter(HTMLParser):
         self._rows = 0
         self.main_depth = 0
         self.has_main = False
+        self._items: list[bool] = []  # per open list item: has its first paragraph started
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag in _VOID:
@@ -73,7 +83,13 @@ class _Converter(HTMLParser):
         elif tag == "code" and not self._pre:
             self._emit("`")
         elif tag == "li":
-            self._emit("\n- ")
+            self._emit("\n" + "  " * max(self._depth() - 1, 0) + "- ")
+            self._items.append(False)
+        elif tag in _ITEM_FLOW and self._in_item():
+            if tag == "p" and self._items[-1]:
+                self._emit("\n" + "  " * self._depth())  # a later paragraph of the item, on a line of its own
+            if tag == "p":
+                self._items[-1] = True
         elif tag == "tr":
             self._row = []
         elif tag in ("td", "th"):
@@ -94,6 +110,17 @@ class _Converter(HTMLParser):
                 self._close(open_tag)
             if open_tag == tag:
                 break
+
+    def _depth(self) -> int:
+        """Lists open around the current point (not counting dropped ones)."""
+        return sum(1 for tag, dropped in self._stack if tag in _LISTS and not dropped)
+
+    def _in_item(self, closing: bool = False) -> bool:
+        """The element just opened (the top of the stack), or just closed (already off it), sits directly in a
+        list item's flow: the nearest block around it is an `li`."""
+        around = self._stack if closing else self._stack[:-1]
+        parent = next((tag for tag, _ in reversed(around) if tag in _BLOCKS or tag == "pre"), None)
+        return parent == "li"
 
     def _close(self, tag: str) -> None:
         if tag == "title":
@@ -121,6 +148,11 @@ class _Converter(HTMLParser):
         elif tag == "table":
             self._rows = 0
             self._emit("\n\n")
+        elif tag == "li":
+            if self._items:
+                self._items.pop()  # the next item starts its own line; the list's end or the next block a paragraph
+        elif tag in _ITEM_FLOW and self._in_item(closing=True):
+            return  # the item's line goes on: its next paragraph or nested list follows on the next line
         elif re.fullmatch(r"h[1-6]", tag) or tag in _BLOCKS:
             self._emit("\n\n")
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from pipelines.answering.passage_units import block_parts, introduced
+from pipelines.answering.passage_units import block_parts, introduced, prose_units
 from pipelines.documents import Document
 from pipelines.ingestion.cleaners import clean_document, clean_markdown
 from pipelines.text.language import detect_language, folder_language
@@ -146,3 +146,32 @@ def test_language_by_folder_and_by_text() -> None:
     assert folder_language("guide/install.md") is None
     assert detect_language("Der Server startet automatisch, wenn die Konfiguration gültig ist.") == "de"
     assert detect_language("# Blob\n\n" + "ab1-" * 400) == "en"  # unsure: the default, not 'Ukrainian'
+
+
+def test_html_lists_keep_their_items_on_their_bullets_and_their_nesting() -> None:
+    """Sphinx wraps each list item's text in a paragraph and nests lists inside items: the item's text stays on its
+    bullet line, a nested list follows it indented, and the sentence announcing the nested list is still followed
+    by it when the answer reads the item."""
+    html = """<!DOCTYPE html><html><head><title>Hooks</title></head><body><main><h1>Hooks</h1>
+    <p>Each hook has:</p>
+    <ul><li><p><code>type</code> - the kind of hook. Harbor includes two runners:</p>
+    <ul class="simple"><li><p><code>"exec"</code>, which runs a binary; and</p></li>
+    <li><p><code>"module"</code>, which runs a Python module.</p></li></ul>
+    <p>A custom hook names its registered runner.</p></li>
+    <li><p><code>options</code> - passed to the runner.</p></li></ul>
+    <p>Hooks run in order.</p></main></body></html>"""
+    text = clean_document(page("hooks.html", html)).text
+    assert (
+        "Each hook has:\n\n"
+        "- `type` - the kind of hook. Harbor includes two runners:\n"
+        '  - `"exec"`, which runs a binary; and\n'
+        '  - `"module"`, which runs a Python module.\n'
+        "  A custom hook names its registered runner.\n"
+        "- `options` - passed to the runner.\n\n"
+        "Hooks run in order."
+    ) in text
+    units = prose_units(text)
+    assert any(u.startswith("Harbor includes two runners:") and "module" in u for u in units)
+    parts = block_parts(introduced(text)["Each hook has:"])  # the list as an answer shows it, item by item
+    assert parts[0].endswith("Harbor includes two runners:") and parts[-1] == "- options - passed to the runner."
+    assert len(parts) == 4
