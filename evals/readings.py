@@ -6,8 +6,9 @@ facts and evidence and writes down `correct` (states what was asked), `partial` 
 without the asked-for value) or `wrong` (does not answer, or says something false), with a short note.
 
 A reading file is JSONL, one answer a line: `{"id": ..., "answer_sha256": ..., "verdict": ..., "note": ...}`.
-`answer_sha256` is the SHA-256 of the answer text as `ragline eval answers` wrote it, so a reading counts only for
-the very answer that was read: when a change of ragline changes an answer, its reading no longer applies and the
+`answer_sha256` is the SHA-256 of the answer text as `ragline eval answers` wrote it, less its citation markers (a
+rebuilt index names its chunks anew; the reader reads the words), so a reading counts only for the very answer that
+was read: when a change of ragline changes an answer, its reading no longer applies and the
 answer is listed as unread until someone reads it again. Nothing is inferred for an unread answer.
 
     python -m evals.readings score ANSWERS.json READINGS.jsonl        (per half: correct, partial, wrong, unread)
@@ -23,6 +24,8 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
+
+from pipelines.answering.citations import strip_markers
 
 VERDICTS = ("correct", "partial", "wrong")
 
@@ -40,7 +43,8 @@ class Reading:
 
 
 def answer_digest(answer: str) -> str:
-    return hashlib.sha256(answer.encode("utf-8")).hexdigest()
+    """The SHA-256 of what the reader read: the answer without its `[C:...]` markers."""
+    return hashlib.sha256(strip_markers(answer).encode("utf-8")).hexdigest()
 
 
 def load_readings(path: Path) -> dict[str, Reading]:
