@@ -43,6 +43,8 @@ def test_a_reading_counts_only_while_the_answer_is_the_one_read(tmp_path: Path) 
     assert (same["correct"], same["wrong"], same["unread"], same["correct_share"]) == (1, 1, [], 0.5)
     changed = score(report(("q-1", "answered", "Port 7421."), ("q-2", "answered", "It depends.")), readings)["all"]
     assert changed["unread"] == ["q-1"] and changed["correct"] == 0 and changed["correct_share"] is None
+    renamed = score(report(("q-1", "answered", "Port 7420 [C:new-3]."), ("q-2", "answered", "It depends.")), readings)
+    assert renamed["all"]["correct"] == 1  # a rebuilt index renames the chunk; the words read are the same
     declined = score(report(("q-1", "answered", "Port 7420."), ("q-3", "no_answer", "I don't know.")), readings)
     assert (
         declined["all"]["declined"] == 1 and declined["all"]["correct_share"] == 0.5
