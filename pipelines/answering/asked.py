@@ -30,8 +30,9 @@ for the worse. Judged on the held-out halves (docs/benchmarks.md, "Extractive an
 are an article's paragraphs in order, not a ranking, so the passage's rank weighs nothing yet.
 
 Selection (`select`). The best sentence by the model; `no_answer` when even that one is unlikely to answer
-(`MIN_RANKER`: the cross-encoder's best score among the sentences the answer would say, chosen on the tuning halves with questions
-whose answering paragraph was taken away: sentences that share the question's words but do not answer it).
+(`MIN_RANKER`: the cross-encoder's best score among the sentences the answer would say, chosen on the tuning
+halves with questions whose answering paragraph was taken away: sentences that share the question's words but do
+not answer it).
 A question of two asks gets the best sentence of each ask next, from any page. When the question asks for a
 kind of value and no sentence chosen so far holds one, the likeliest sentence of the same page that does
 comes next (the model weighs the kind as one feature among many, and a sentence naming the setting often
