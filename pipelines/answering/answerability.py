@@ -7,15 +7,16 @@ overlap cannot tell the two apart; a cross-encoder, which reads the question bes
 
 The gate reads the sentences the answer is about to say. When the packaged cross-encoder scores every one of
 them below `MIN_LOGIT`, none answers the question and the reply is `no_answer`. Reading only the answer's own
-sentences (one to three) costs a few milliseconds; reading every qualifying sentence and its neighbours (seven
-on average on XQuAD) abstained less at the same threshold.
+sentences (one to three) costs 30 to 45 ms a reply on 2 cores; reading every qualifying sentence and its
+neighbours (seven on average on XQuAD) abstained less at the same threshold.
 
 `MIN_LOGIT` was chosen on XQuAD English's tuning half (`pipelines.golden_sets.half_of` of each question's id),
 questions on Wikipedia paragraphs, not on our golden sets: each question answered once from its article's
 paragraphs and once with the answering paragraph taken away (the other paragraphs share its words and do not
 answer it). The rule: the highest threshold at which at most 0.5% of the questions whose answer held the
 answer span lose it (`python -m evals.studies.answer_sentences gate`). The held-out half, the golden sets and
-the held-out corpora say whether it holds (docs/decisions/answer-gate.md).
+the held-out corpora say whether it holds: on documentation it declines about one useful answer for every two
+junk quotes, so it is off by default (docs/decisions/answer-gate.md).
 """
 
 from __future__ import annotations
