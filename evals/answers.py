@@ -91,6 +91,7 @@ class AnswerRecord:
     error: str | None = None
     fallback: str | None = None  # why the extractive answer replaced a language model's reply
     withheld: int = 0  # a language model's sentences withheld: no passage they cite supports them
+    answer_gate: dict[str, Any] | None = None  # the answer gate's verdict, when the variant read the answer
 
     def as_dict(self) -> dict[str, Any]:
         out = {
@@ -110,6 +111,7 @@ class AnswerRecord:
             "first_sentence_ms": self.timings_ms.get("first_sentence"),
             "withheld_sentences": self.withheld,
             "fallback": self.fallback,
+            "answer_gate": self.answer_gate,
         }
         if self.judged is not None:
             out["judge"] = self.judged.as_dict()
@@ -136,6 +138,7 @@ def score_reply(question: GoldenQuestion, reply: dict[str, Any], index: VectorIn
         kind_correct=status == EXPECTED_STATUS.get(question.expected),
         fallback=(reply.get("fallback") or {}).get("reason"),
         withheld=int((reply.get("verification") or {}).get("withheld_sentences", 0)),
+        answer_gate=reply.get("answer_gate"),
     )
     retrieved_ids = [c["chunk_id"] for c in reply.get("retrieved", [])]
     cited = [cid for s in statements(answer) for cid in s.chunk_ids] if status == "answered" else []

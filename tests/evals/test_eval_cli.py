@@ -167,6 +167,7 @@ def test_eval_answers_scores_reply_kinds_and_citations(env: dict[str, str], sour
     assert {"id", "status", "answer", "citations", "verification"} <= set(report["questions"][0])
     first = report["questions"][0]
     assert first["status"] == "answered" and first["facts_present"] == 1.0  # "7420" is in the answer
+    assert first["answer_gate"] is None  # the gate is off by default: it read nothing
     # Its evidence, "The dashboard listens on port 7420 by default", is quoted whole (markers aside).
     assert first["evidence_in_answer"] == 1.0
     abstain = next(q for q in report["questions"] if q["expected"] == "abstain")
