@@ -83,9 +83,7 @@ def test_unread_answers_are_written_out_to_be_read(tmp_path: Path) -> None:
     assert todo[0]["answer_sha256"] == answer_digest("New.")
 
 
-GOLDEN = {"fastapi_en": ROOT / "../shared/golden/fastapi_en.jsonl"} | {
-    p.stem: p for p in (ROOT / "evals/golden").glob("*.jsonl")
-}
+GOLDEN = {p.stem: p for folder in (ROOT / "../shared/golden", ROOT / "evals/golden") for p in folder.glob("*.jsonl")}
 
 
 @pytest.mark.parametrize("path", sorted((ROOT / "evals/data/readings").glob("*.jsonl")), ids=lambda p: p.name)
