@@ -9,7 +9,8 @@ A reading file is JSONL, one answer a line: `{"id": ..., "answer_sha256": ..., "
 `answer_sha256` is the SHA-256 of the answer text as `ragline eval answers` wrote it, less its citation markers (a
 rebuilt index names its chunks anew; the reader reads the words), so a reading counts only for the very answer that
 was read: when a change of ragline changes an answer, its reading no longer applies and the
-answer is listed as unread until someone reads it again. Nothing is inferred for an unread answer.
+answer is listed as unread until someone reads it again (replace its line with the new reading: an id is read
+once). Nothing is inferred for an unread answer.
 
     python -m evals.readings score ANSWERS.json READINGS.jsonl        (per half: correct, partial, wrong, unread)
     python -m evals.readings unread ANSWERS.json READINGS.jsonl --out TEMPLATE.jsonl   (lines to fill in)
@@ -26,6 +27,7 @@ from pathlib import Path
 from typing import Any
 
 from pipelines.answering.citations import strip_markers
+from pipelines.golden_sets import half_of
 
 VERDICTS = ("correct", "partial", "wrong")
 
@@ -80,8 +82,8 @@ def score(report: dict[str, Any], readings: dict[str, Reading]) -> dict[str, dic
     ones included; it is given only when every answer was read."""
     asked = [q for q in report["questions"] if q.get("expected") == "answer"]
     halves: dict[str, list[dict[str, Any]]] = {"all": asked}
-    for q in asked:
-        halves.setdefault(q.get("half", "all"), []).append(q)
+    for q in asked:  # a report written before the halves were recorded: the split is the id's
+        halves.setdefault(q.get("half") or half_of(q["id"]), []).append(q)
     out: dict[str, dict[str, Any]] = {}
     for half, questions in halves.items():
         counts = dict.fromkeys(VERDICTS, 0)
