@@ -70,6 +70,12 @@ def load_readings(path: Path) -> dict[str, Reading]:
     return readings
 
 
+def reading_of(readings: dict[str, Reading], question: dict[str, Any]) -> Reading | None:
+    """The reading of this answer, if its words are the ones that were read."""
+    reading = readings.get(question["id"])
+    return reading if reading is not None and reading.answer_sha256 == answer_digest(question["answer"]) else None
+
+
 def answered(report: dict[str, Any]) -> list[dict[str, Any]]:
     """The report's `answer` questions that got an answer: what a reading reads."""
     return [q for q in report["questions"] if q.get("expected") == "answer" and q.get("status") == "answered"]
@@ -90,10 +96,10 @@ def score(report: dict[str, Any], readings: dict[str, Reading]) -> dict[str, dic
         unread: list[str] = []
         declined = 0
         for q in questions:
-            reading = readings.get(q["id"])
+            reading = reading_of(readings, q) if q.get("status") == "answered" else None
             if q.get("status") != "answered":
                 declined += 1
-            elif reading is None or reading.answer_sha256 != answer_digest(q["answer"]):
+            elif reading is None:
                 unread.append(q["id"])
             else:
                 counts[reading.verdict] += 1
@@ -112,7 +118,7 @@ def unread_template(report: dict[str, Any], readings: dict[str, Reading]) -> lis
     return [
         {"id": q["id"], "answer_sha256": answer_digest(q["answer"]), "verdict": None, "note": "", "answer": q["answer"]}
         for q in answered(report)
-        if q["id"] not in readings or readings[q["id"]].answer_sha256 != answer_digest(q["answer"])
+        if reading_of(readings, q) is None
     ]
 
 

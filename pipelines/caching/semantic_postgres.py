@@ -68,11 +68,12 @@ class PostgresSemanticCache:
 
     def nearest(self, vector: np.ndarray, namespace: str, signature: str, threshold: float) -> SemanticMatch | None:
         """The closest cached question of this namespace with the same lexical signature, at or above `threshold`."""
+        literal = vector_literal(vector)  # 384 numbers formatted once, sent for the score and the order
         rows = self._run(
             "lookup",
             f"SELECT id, key, 1 - (question <=> %s::vector) AS similarity FROM {self.schema}.semantic_cache "
             "WHERE namespace = %s AND signature = %s ORDER BY question <=> %s::vector LIMIT 1",
-            (vector_literal(vector), namespace_digest(namespace), signature, vector_literal(vector)),
+            (literal, namespace_digest(namespace), signature, literal),
         )
         if not rows or float(rows[0]["similarity"]) < threshold:
             return None
