@@ -92,6 +92,9 @@ class AnswerRecord:
     fallback: str | None = None  # why the extractive answer replaced a language model's reply
     withheld: int = 0  # a language model's sentences withheld: no passage they cite supports them
     answer_gate: dict[str, Any] | None = None  # the answer gate's verdict, when the variant read the answer
+    # Why the reply took its kind: CRAG's action on the retrieval score, and what the coverage rule found missing.
+    crag_action: str | None = None
+    uncovered: dict[str, Any] | None = None
 
     def as_dict(self) -> dict[str, Any]:
         out = {
@@ -112,6 +115,8 @@ class AnswerRecord:
             "withheld_sentences": self.withheld,
             "fallback": self.fallback,
             "answer_gate": self.answer_gate,
+            "crag_action": self.crag_action,
+            "uncovered": self.uncovered,
         }
         if self.judged is not None:
             out["judge"] = self.judged.as_dict()
@@ -122,6 +127,13 @@ class AnswerRecord:
 
 def _chunks_by_id(index: VectorIndex, ids: Sequence[str]) -> dict[str, Chunk]:
     return {c.chunk_id: c for c in index.get_chunks(list(dict.fromkeys(ids)))} if ids else {}
+
+
+def _uncovered(coverage: dict[str, Any] | None) -> dict[str, Any] | None:
+    """The coverage rule's finding when it found the question not covered (None when covered or not run)."""
+    if not coverage or coverage.get("covered", True):
+        return None
+    return {k: coverage.get(k) for k in ("rule", "uncovered_names", "absent_terms")}
 
 
 def score_reply(question: GoldenQuestion, reply: dict[str, Any], index: VectorIndex) -> AnswerRecord:
@@ -139,6 +151,8 @@ def score_reply(question: GoldenQuestion, reply: dict[str, Any], index: VectorIn
         fallback=(reply.get("fallback") or {}).get("reason"),
         withheld=int((reply.get("verification") or {}).get("withheld_sentences", 0)),
         answer_gate=reply.get("answer_gate"),
+        crag_action=(reply.get("crag") or {}).get("action"),
+        uncovered=_uncovered(reply.get("coverage")),
     )
     retrieved_ids = [c["chunk_id"] for c in reply.get("retrieved", [])]
     cited = [cid for s in statements(answer) for cid in s.chunk_ids] if status == "answered" else []

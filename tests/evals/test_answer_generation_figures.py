@@ -39,3 +39,18 @@ def test_withheld_fallbacks_and_time_to_first_sentence_are_reported() -> None:
     rows = run.per_question()
     assert rows[2]["fallback"].startswith("the model's reply") and rows[1]["withheld_sentences"] == 2
     assert rows[3]["first_sentence_ms"] is None
+
+
+def test_each_answer_says_why_it_took_its_kind() -> None:
+    """A `no_answer` says whether the coverage rule or CRAG decided it; a covered reply records no finding."""
+    question = GoldenQuestion("q-2", "How do I restart the Zorblax worker?", expected="abstain")
+    declined = {
+        **_reply("no_answer", None),
+        "crag": {"action": "generate"},
+        "coverage": {"covered": False, "rule": "names", "uncovered_names": ["Zorblax"], "absent_terms": ["zorblax"]},
+    }
+    answered = {**_reply("answered", 800.0), "crag": {"action": "refine"}, "coverage": {"covered": True}}
+    rows = AnswerRun([score_reply(question, r, None) for r in (declined, answered)]).per_question()  # type: ignore[arg-type]
+    assert rows[0]["crag_action"] == "generate"
+    assert rows[0]["uncovered"] == {"rule": "names", "uncovered_names": ["Zorblax"], "absent_terms": ["zorblax"]}
+    assert rows[1]["crag_action"] == "refine" and rows[1]["uncovered"] is None
