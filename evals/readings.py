@@ -96,10 +96,11 @@ def score(report: dict[str, Any], readings: dict[str, Reading]) -> dict[str, dic
         unread: list[str] = []
         declined = 0
         for q in questions:
-            reading = reading_of(readings, q) if q.get("status") == "answered" else None
             if q.get("status") != "answered":
                 declined += 1
-            elif reading is None:
+                continue
+            reading = reading_of(readings, q)
+            if reading is None:
                 unread.append(q["id"])
             else:
                 counts[reading.verdict] += 1
