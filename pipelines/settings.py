@@ -187,6 +187,13 @@ class Settings(BaseSettings):
             "the page of its best sentence (`page`; each ask of a two-ask question keeps its own best sentence)."
         ),
     )
+    answer_span: Literal["sentence", "paragraph"] = Field(
+        "sentence",
+        description=(
+            "What an extractive answer quotes of its best sentence: the sentence (`sentence`), or the sentence and "
+            "those after it in its paragraph or list item (`paragraph`), within `answer_sentences`."
+        ),
+    )
     min_answer_score: float = Field(
         0.15, description="Least share of the question's content words a cited sentence must cover to be used."
     )

@@ -32,6 +32,7 @@ VARIANT_NODES: tuple[str, ...] = (
     "generator",
     "sentence_ranker",
     "answer_scope",
+    "answer_span",
     "answer_gate",
     "answer_analyzer",
     "verify",

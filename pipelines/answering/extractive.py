@@ -59,7 +59,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 from pipelines.answering.citations import join_sentences, split_sentences
-from pipelines.answering.passage_units import COLONS, block_parts, introduced, prose_units
+from pipelines.answering.passage_units import COLONS, block_parts, introduced, paragraph_units, prose_units
 from pipelines.documents import Chunk
 from pipelines.text.analysis import Analyzer, analyzer
 from pipelines.text.asks import split_asks
@@ -224,6 +224,7 @@ def extract_answer(
     words: Analyzer = PLAIN,
     language: str | None = None,
     scope: str = "passages",
+    span: str = "sentence",
 ) -> tuple[str, list[ScoredSentence]]:
     """The cited answer and the sentences it used; an empty answer when nothing covers the question.
     The chunks' own sentences come first; their neighbours' only when no own sentence qualifies.
@@ -231,7 +232,9 @@ def extract_answer(
     `each_ask` False: a question of two asks is scored as one (the evaluation's comparison).
     `words`, `language`: how sentences and question become terms (`score_sentences`).
     `scope`: `passages` takes sentences from any of the passages; `page` only from the page of the best one
-    (`one_page`), except the best sentence of each ask of a two-ask question."""
+    (`one_page`), except the best sentence of each ask of a two-ask question.
+    `span`: `sentence` quotes the chosen sentences alone; `paragraph` quotes the best one with the sentences that
+    follow it in its paragraph or list item (`continued`), within the same `max_sentences`."""
     chunks = chunks[:passages]
     own_only = True
 
@@ -250,6 +253,10 @@ def extract_answer(
         return "", []
     if ranker is None and each_ask:
         best = each_ask_answered(question, best, max_sentences, lambda ask: score(ask, own_only))
+    if span == "paragraph":
+        best = continued(best, chunks, max_sentences)
+    elif span != "sentence":
+        raise ValueError(f"unknown answer span {span!r}; known: sentence, paragraph")
     ordered = sorted(best, key=lambda s: (s.rank, s.position))
     return answer_text(ordered, chunks), ordered
 
@@ -295,6 +302,35 @@ def each_ask_answered(
         if all(p.text != sentence.text for p in picks):
             picks.append(sentence)
     return picks[:count]
+
+
+def continued(best: list[ScoredSentence], chunks: Sequence[Chunk], count: int) -> list[ScoredSentence]:
+    """The first of `best` followed by the sentences after it in its paragraph or list item, then the rest of
+    `best`, `count` sentences in all. A page often names the subject in one sentence and gives its value, its
+    condition or its default in the next ("`X` - stops parsing when ... . The default is ..."): the next
+    sentence shares no word with the question, so no score picks it, and the answer quoting the first alone names
+    the setting without what was asked of it."""
+    if not best:
+        return best
+    top = best[0]
+    paragraphs = paragraph_units(chunks[top.rank - 1].generation_text)
+    start = 0
+    following: list[str] = []
+    for paragraph in paragraphs:
+        if start <= top.position < start + len(paragraph):
+            following = paragraph[top.position - start + 1 :]
+            break
+        start += len(paragraph)
+    picks = [top]
+    for offset, text in enumerate(following, start=1):
+        if len(picks) >= count:
+            break
+        if all(p.text != text for p in picks):
+            picks.append(ScoredSentence(text, top.chunk_id, top.rank, top.position + offset, top.score, top.own))
+    for sentence in best[1:]:
+        if len(picks) < count and all(p.text != sentence.text for p in picks):
+            picks.append(sentence)
+    return picks
 
 
 def one_page(

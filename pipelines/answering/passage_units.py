@@ -44,19 +44,26 @@ COLONS = (":", "：")
 def prose_units(text: str) -> list[str]:
     """The units an answer can quote: sentences of a passage's prose and of its list items, and the data rows
     of its tables (`table_rows`). Code blocks and headings are not answers by themselves."""
+    return [unit for paragraph in paragraph_units(text) for unit in paragraph]
+
+
+def paragraph_units(text: str) -> list[list[str]]:
+    """`prose_units` grouped as the passage writes them: the sentences of one paragraph or of one list item
+    together, each table row alone (a table's rows are separate records, not one text)."""
     text = _FENCE.sub(" ", text)
-    units = []
+    paragraphs: list[list[str]] = []
     for block in re.split(r"\n\s*\n", text):
         lines = [ln for ln in block.splitlines() if not ln.lstrip().startswith("#")]
         # A block can hold prose and a table with no blank line between them: each run is read as what it is.
         for is_table, run in itertools.groupby(lines, key=lambda ln: ln.lstrip().startswith("|")):
             if is_table:
-                units.extend(table_rows(list(run)))
+                paragraphs.extend([row] for row in table_rows(list(run)))
                 continue
             for item in item_runs(list(run)):
-                joined = item_text(item)
-                units.extend(s for s in split_sentences(joined) if words_in(s) >= 3)
-    return units
+                sentences = [s for s in split_sentences(item_text(item)) if words_in(s) >= 3]
+                if sentences:
+                    paragraphs.append(sentences)
+    return paragraphs
 
 
 def item_runs(lines: Sequence[str], nested: bool = False) -> list[list[str]]:

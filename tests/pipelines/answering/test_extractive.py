@@ -424,3 +424,40 @@ def test_scope_page_keeps_the_best_sentences_page_and_each_asks_own_best() -> No
     two = "Which port does the dashboard listen on, and how long are build logs kept?"
     _, used = extract_answer(two, [ports, RETENTION], words=words, scope="page")
     assert {s.chunk_id for s in used} == {"p-0", "r-0"}
+
+
+LIMITS = """# Limits { #limits }
+
+Werkhaus reads a form in parts, with three limits:
+
+- `max_part_size` - Stop parsing a form if any of its fields is larger than this many bytes. Uploaded files
+  can be larger, they are written to disk instead. The default is 500kB. Raise it for long text fields.
+- `max_parts` - Stop parsing a form with more fields than this. The default is 1000.
+
+| Setting | Meaning | Default |
+|---|---|---|
+| `max_depth` | Stop parsing nested fields deeper than this | 8 levels |
+| `max_keys` | Stop parsing a form with more keys than this | 256 keys |
+"""
+
+
+def test_span_paragraph_quotes_the_value_the_next_sentence_of_the_item_gives() -> None:
+    chunk = page_chunks(0, LIMITS)[0]
+    question = "How large can one form field be before parsing stops?"
+    words = analyzer("snowball")
+    alone, used = extract_answer(question, [chunk], words=words, max_sentences=1)
+    assert "max_part_size" in alone and "500kB" not in alone
+    answer, used = extract_answer(question, [chunk], words=words, max_sentences=3, span="paragraph")
+    # The best sentence, then the item's next two in the page's order, each cited; the budget ends the item.
+    assert [s.position for s in used] == [used[0].position, used[0].position + 1, used[0].position + 2]
+    assert "The default is 500kB" in answer and "Raise it" not in answer and "max_parts" not in answer
+    assert_released_quoted_and_supported(answer, chunk)
+    # A table row is a paragraph of its own: its neighbours are other records, never its continuation.
+    row, used = extract_answer("How deep can nested fields go?", [chunk], words=words, span="paragraph")
+    assert "8 levels" in row and "256 keys" not in row
+    try:
+        extract_answer(question, [chunk], words=words, span="page")
+    except ValueError as error:
+        assert "sentence, paragraph" in str(error)
+    else:
+        raise AssertionError("an unknown span was accepted")
