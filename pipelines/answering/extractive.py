@@ -93,6 +93,9 @@ QUESTION_WORDS = frozenset(
 SentenceRanker = Callable[[str, Sequence[str]], Sequence[float]]
 RANKED_POOL = 12  # the qualifying sentences a ranker reads: the best by coverage
 RANKED_MARGIN = 5.0  # a kept sentence scores within this many logits of the ranker's best
+# What an answer quotes of its best sentence (`answer_span`): the sentence, or the rest of its paragraph too.
+SPANS = ("sentence", "paragraph", "continued")
+CONTINUED = 2  # `continued`: most sentences of the best one's paragraph added to the chosen ones
 
 # How sentences and questions become terms by default (the `answer_analyzer` variants are in query_graph):
 # plain words as written, as before the variant existed.
@@ -234,7 +237,8 @@ def extract_answer(
     `scope`: `passages` takes sentences from any of the passages; `page` only from the page of the best one
     (`one_page`), except the best sentence of each ask of a two-ask question.
     `span`: `sentence` quotes the chosen sentences alone; `paragraph` quotes the best one with the sentences that
-    follow it in its paragraph or list item (`continued`), within the same `max_sentences`."""
+    follow it in its paragraph or list item (`continued`), within the same `max_sentences`; `continued` keeps every
+    chosen sentence and adds at most `CONTINUED` of those that follow the best one."""
     chunks = chunks[:passages]
     own_only = True
 
@@ -255,8 +259,10 @@ def extract_answer(
         best = each_ask_answered(question, best, max_sentences, lambda ask: score(ask, own_only))
     if span == "paragraph":
         best = continued(best, chunks, max_sentences)
+    elif span == "continued":
+        best = continued(best, chunks, len(best) + CONTINUED)
     elif span != "sentence":
-        raise ValueError(f"unknown answer span {span!r}; known: sentence, paragraph")
+        raise ValueError(f"unknown answer span {span!r}; known: {', '.join(SPANS)}")
     ordered = sorted(best, key=lambda s: (s.rank, s.position))
     return answer_text(ordered, chunks), ordered
 

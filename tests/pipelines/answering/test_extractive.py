@@ -461,3 +461,15 @@ def test_span_paragraph_quotes_the_value_the_next_sentence_of_the_item_gives() -
         assert "sentence, paragraph" in str(error)
     else:
         raise AssertionError("an unknown span was accepted")
+
+
+def test_span_continued_keeps_every_chosen_sentence_and_adds_at_most_two() -> None:
+    chunk = page_chunks(0, LIMITS)[0]
+    question = "How large can one form field be before parsing stops?"
+    words = analyzer("snowball")
+    alone, chosen = extract_answer(question, [chunk], words=words, max_sentences=1)
+    answer, used = extract_answer(question, [chunk], words=words, max_sentences=1, span="continued")
+    # Only the best sentence is continued, by the next two of its item, whatever `max_sentences` says.
+    assert {s.text for s in chosen} < {s.text for s in used} and len(used) == len(chosen) + 2
+    assert "500kB" not in alone and "The default is 500kB" in answer and "Raise it" not in answer
+    assert_released_quoted_and_supported(answer, chunk)
