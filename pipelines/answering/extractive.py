@@ -260,7 +260,7 @@ def extract_answer(
     if span == "paragraph":
         best = continued(best, chunks, max_sentences)
     elif span == "continued":
-        best = continued(best, chunks, len(best) + CONTINUED)
+        best = continued(best, chunks, len(best) + CONTINUED, follow=CONTINUED)
     elif span != "sentence":
         raise ValueError(f"unknown answer span {span!r}; known: {', '.join(SPANS)}")
     ordered = sorted(best, key=lambda s: (s.rank, s.position))
@@ -310,9 +310,11 @@ def each_ask_answered(
     return picks[:count]
 
 
-def continued(best: list[ScoredSentence], chunks: Sequence[Chunk], count: int) -> list[ScoredSentence]:
-    """The first of `best` followed by the sentences after it in its paragraph or list item, then the rest of
-    `best`, `count` sentences in all. A page often names the subject in one sentence and gives its value, its
+def continued(
+    best: list[ScoredSentence], chunks: Sequence[Chunk], count: int, follow: int | None = None
+) -> list[ScoredSentence]:
+    """The first of `best` followed by the sentences after it in its paragraph or list item (at most `follow` of
+    them), then the rest of `best`, `count` sentences in all. A page often names the subject in one sentence and gives its value, its
     condition or its default in the next ("`X` - stops parsing when ... . The default is ..."): the next
     sentence shares no word with the question, so no score picks it, and the answer quoting the first alone names
     the setting without what was asked of it."""
@@ -324,7 +326,7 @@ def continued(best: list[ScoredSentence], chunks: Sequence[Chunk], count: int) -
     following: list[str] = []
     for paragraph in paragraphs:
         if start <= top.position < start + len(paragraph):
-            following = paragraph[top.position - start + 1 :]
+            following = paragraph[top.position - start + 1 :][:follow]
             break
         start += len(paragraph)
     picks = [top]

@@ -472,4 +472,10 @@ def test_span_continued_keeps_every_chosen_sentence_and_adds_at_most_two() -> No
     # Only the best sentence is continued, by the next two of its item, whatever `max_sentences` says.
     assert {s.text for s in chosen} < {s.text for s in used} and len(used) == len(chosen) + 2
     assert "500kB" not in alone and "The default is 500kB" in answer and "Raise it" not in answer
+    # With three chosen sentences, all three stay: two more, never one of them pushed out.
+    question = "What does Werkhaus stop parsing when a form field is too large?"
+    _, chosen = extract_answer(question, [chunk], words=words, max_sentences=3)
+    answer, used = extract_answer(question, [chunk], words=words, max_sentences=3, span="continued")
+    assert len(chosen) == 3 and {s.text for s in chosen} < {s.text for s in used} and len(used) == 5
+    assert "Raise it" not in answer
     assert_released_quoted_and_supported(answer, chunk)
