@@ -2,9 +2,10 @@
 beside it) and their question sets in evals/golden/ follow the golden format of
 `../shared/golden/README.md`, and every evidence string is on the page it names.
 
-The page text here is the page as a reader sees it, read without ragline's cleaners: an `.rst` or `.md` file
-as written, an `.html` file as the visible text of its `<article>` (Sphinx's main content; the whole document
-when there is none). The questions were written from those pages before ragline ran on them; whether
+The page text here is the page as a reader sees it, read without ragline's cleaners: an `.md` file as
+written, an `.rst` file as written less the markup of its roles (":meth:`Context.invoke`" reads "Context.invoke";
+an evidence string holding a role is refused), an `.html` file as the visible text of its `<article>` (Sphinx's
+main content; the whole document when there is none). The questions were written from those pages before ragline ran on them; whether
 ragline's cleaners keep each phrase is what the evaluation measures, not what this check assumes.
 """
 
@@ -32,6 +33,9 @@ TYPES = {"single-fact", "paraphrase", "identifier", "list", "comparison", "multi
 FIELDS = {"id": str, "question": str, "lang": str, "type": str, "expected": str, "pages": list,
           "evidence": list, "facts": list}  # fmt: skip
 PAGE_SUFFIXES = (".rst", ".html", ".md", ".txt")
+# A role (":meth:`Context.invoke`", ":ref:`title <target>`") is markup: the page reads "Context.invoke".
+ROLE = re.compile(r":[\w:-]+:`")
+ROLE_TEXT = re.compile(r":[\w:-]+:`~?([^`<]*?)\s*(?:<[^>]*>)?`")
 MAX_PAGES_PER_EVIDENCE = 3  # as ../shared/golden/check.py: a phrase on more pages does not tell them apart
 
 
@@ -84,6 +88,8 @@ def page_text(path: Path) -> str:
         parser.feed(raw)
         parser.close()
         return "".join(parser.article or parser.everything)
+    if path.suffix == ".rst":
+        return ROLE_TEXT.sub(r"\1", raw)
     return raw
 
 
@@ -137,6 +143,8 @@ def problems(name: str, prefix: str) -> list[str]:
         hit: set[str] = set()
         for i, evidence in enumerate(row["evidence"]):
             words = len(evidence.split())
+            if ROLE.search(evidence):
+                found.append(f"{qid}: evidence holds a reStructuredText role, markup no reader sees: {evidence!r}")
             if not 5 <= words <= 15:
                 found.append(f"{qid}: evidence of {words} words (5-15): {evidence!r}")
             targets = [row["pages"][i]] if pairwise else row["pages"]
