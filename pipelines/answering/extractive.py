@@ -314,10 +314,10 @@ def continued(
     best: list[ScoredSentence], chunks: Sequence[Chunk], count: int, follow: int | None = None
 ) -> list[ScoredSentence]:
     """The first of `best` followed by the sentences after it in its paragraph or list item (at most `follow` of
-    them), then the rest of `best`, `count` sentences in all. A page often names the subject in one sentence and gives its value, its
-    condition or its default in the next ("`X` - stops parsing when ... . The default is ..."): the next
-    sentence shares no word with the question, so no score picks it, and the answer quoting the first alone names
-    the setting without what was asked of it."""
+    them), then the rest of `best`, `count` sentences in all. A page often names the subject in one sentence and
+    gives its value, its condition or its default in the next ("`X` - stops parsing when ... . The default is
+    ..."): the next sentence shares no word with the question, so no score picks it, and the answer quoting the
+    first alone names the setting without what was asked of it."""
     if not best:
         return best
     top = best[0]
