@@ -93,7 +93,10 @@ QUESTIONS = [
         "How can the extractive answer pick the sentence that answers rather than one repeating my words?",
         "architecture.md configuration.md",
     ),
-    ("Does the extractive answer match Chinese questions and stemmed words?", "architecture.md configuration.md roadmap.md"),
+    (
+        "Does the extractive answer match Chinese questions and stemmed words?",
+        "architecture.md configuration.md roadmap.md",
+    ),
     ("How do I start the server?", "quickstart.md"),
     ("Does the extractive answer quote table rows and code examples?", "architecture.md roadmap.md"),
     ("Does the extractive answer bring the list that a sentence announces?", "architecture.md roadmap.md"),
