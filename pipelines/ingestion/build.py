@@ -37,8 +37,9 @@ ANALYZER_VERSION = "bm25-analyzer-v1"
 # What a document becomes, cleaned and chunked: raised when a change to either gives other chunks from the same
 # source, so that the next build makes a new version rather than reusing one made by the old rules. 1 (not in the
 # digest, so older versions keep theirs): until 2026-12-01; 2: an alert inside a list item keeps the item's indent;
-# 3: HTML boilerplate hints read as words (a section whose id held "rating" or "toc" inside a word was dropped).
-PROCESSING_VERSION = 3
+# 3: HTML boilerplate hints read as words (a section whose id held "rating" or "toc" inside a word was dropped);
+# 4: reStructuredText directives in a domain (`click:example`) read, and those whose body is code kept as code.
+PROCESSING_VERSION = 4
 log = structlog.get_logger(__name__)
 Progress = Callable[[int, int], None]
 

@@ -1,12 +1,18 @@
 """reStructuredText basics to Markdown: section titles (levels in order of first use, as docutils does),
-`.. code-block::` / `::` literal blocks, admonitions, and inline markup (``code``, roles, links)."""
+`.. code-block::` / `::` literal blocks and other directives whose body is code (`_CODE_DIRECTIVES`, in any
+domain), admonitions, and inline markup (``code``, roles, links)."""
 
 from __future__ import annotations
 
 import re
 
 _UNDERLINE = re.compile(r"^([=\-~^\"'`#*+:.])\1{2,}\s*$")
-_DIRECTIVE = re.compile(r"^\.\.\s+([\w-]+)::\s*(.*)$")
+# A directive, its name possibly in a domain (`py:function`, a Sphinx extension's `click:example`).
+_DIRECTIVE = re.compile(r"^\.\.\s+((?:[\w-]+:)*[\w-]+)::\s*(.*)$")
+# Directives whose body is code, by their name without its domain: docutils' and Sphinx's own, and the names
+# Sphinx extensions give their code examples (`click:example`, `click:run`, `ipython`, `jupyter-execute`).
+_CODE_DIRECTIVES = {"code-block", "code", "sourcecode", "literal", "doctest", "testcode", "testsetup", "testoutput",
+                    "ipython", "jupyter-execute", "example", "run"}  # fmt: skip
 _ADMONITIONS = {"note", "tip", "warning", "important", "caution", "danger", "hint", "attention", "seealso"}
 
 
@@ -48,7 +54,7 @@ def rst_to_markdown(text: str) -> tuple[str, str]:
         if directive or literal:
             name, argument = (directive.group(1), directive.group(2)) if directive else ("literal", "")
             body, i = _indented_block(lines, i + 1)
-            if name in ("code-block", "code", "sourcecode", "literal"):
+            if name.rsplit(":", 1)[-1] in _CODE_DIRECTIVES:
                 if literal:
                     out.append(_inline(line.rstrip()[:-1].rstrip() + (":" if line.rstrip() != "::" else "")))
                 out.extend(["", f"```{argument.strip() if directive else ''}", *body, "```", ""])

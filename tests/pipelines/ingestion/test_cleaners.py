@@ -175,3 +175,26 @@ def test_html_lists_keep_their_items_on_their_bullets_and_their_nesting() -> Non
     parts = block_parts(introduced(text)["Each hook has:"])  # the list as an answer shows it, item by item
     assert parts[0].endswith("Harbor includes two runners:") and parts[-1] == "- options - passed to the runner."
     assert len(parts) == 4
+
+
+def test_restructuredtext_directives_in_a_domain_and_with_code_bodies() -> None:
+    """A Sphinx extension's directive (`harbor:example`) holds code, as `code-block` does; a directive of the Python
+    domain (`py:function`) holds prose under its signature. Neither leaves its `.. name::` line in the text."""
+    rst = """Retention
+=========
+
+Keep the logs longer by passing ``days``:
+
+.. harbor:example::
+
+    harbor.retain(days=30)
+
+.. py:function:: retain(days)
+
+   Keep build logs for ``days`` days.
+"""
+    clean = clean_document(page("retention.rst", rst)).text
+    assert "```\nharbor.retain(days=30)\n```" in clean and ".. " not in clean and "harbor:example" not in clean
+    assert "retain(days)\nKeep build logs for `days` days." in clean
+    block = introduced(clean)["Keep the logs longer by passing days:"]
+    assert block_parts(block) == ["```\nharbor.retain(days=30)\n```"]
