@@ -5,8 +5,9 @@ beside it) and their question sets in evals/golden/ follow the golden format of
 The page text here is the page as a reader sees it, read without ragline's cleaners: an `.md` file as
 written, an `.rst` file as written less the markup of its roles (":meth:`Context.invoke`" reads "Context.invoke";
 an evidence string holding a role is refused), an `.html` file as the visible text of its `<article>` (Sphinx's
-main content; the whole document when there is none). The questions were written from those pages before ragline ran on them; whether
-ragline's cleaners keep each phrase is what the evaluation measures, not what this check assumes.
+main content; the whole document when there is none). The questions were written from those pages before ragline
+ran on them; whether ragline's cleaners keep each phrase is what the evaluation measures, not what this check
+assumes. (The role rule is written out here rather than taken from the reStructuredText cleaner for that reason.)
 """
 
 from __future__ import annotations
