@@ -16,9 +16,19 @@ _CODE_DIRECTIVES = {"code-block", "code", "sourcecode", "literal", "doctest", "t
 _ADMONITIONS = {"note", "tip", "warning", "important", "caution", "danger", "hint", "attention", "seealso"}
 
 
+# A role: ":ref:`Title <target>`" reads "Title"; Sphinx shows ":meth:`~Request.get`" as its last part, "get",
+# and ":class:`!Name`" (a role that links nowhere) as "Name".
+_ROLE = re.compile(r":[\w:-]+:`([~!]?)([^`<]*?)\s*(?:<[^>]*>)?`")
+
+
+def role_text(text: str) -> str:
+    """Roles as Sphinx shows them (`_ROLE`)."""
+    return _ROLE.sub(lambda m: m[2].rsplit(".", 1)[-1] if m[1] == "~" else m[2], text)
+
+
 def _inline(text: str) -> str:
     text = re.sub(r"``(.+?)``", r"`\1`", text)
-    text = re.sub(r":[\w:-]+:`([^`<]*?)\s*(?:<[^>]*>)?`", r"\1", text)  # :ref:`Title <target>` -> Title
+    text = role_text(text)
     text = re.sub(r"`([^`<]+?)\s*<([^>]+)>`_{1,2}", r"[\1](\2)", text)  # `text <url>`_ -> [text](url)
     return re.sub(r"`([^`]+)`_{1,2}", r"\1", text)
 

@@ -36,7 +36,8 @@ FIELDS = {"id": str, "question": str, "lang": str, "type": str, "expected": str,
 PAGE_SUFFIXES = (".rst", ".html", ".md", ".txt")
 # A role (":meth:`Context.invoke`", ":ref:`title <target>`") is markup: the page reads "Context.invoke".
 ROLE = re.compile(r":[\w:-]+:`")
-ROLE_TEXT = re.compile(r":[\w:-]+:`~?([^`<]*?)\s*(?:<[^>]*>)?`")
+# As Sphinx shows a role: "~a.b.c" reads "c", "!Name" reads "Name".
+ROLE_TEXT = re.compile(r":[\w:-]+:`([~!]?)([^`<]*?)\s*(?:<[^>]*>)?`")
 MAX_PAGES_PER_EVIDENCE = 3  # as ../shared/golden/check.py: a phrase on more pages does not tell them apart
 
 
@@ -90,7 +91,7 @@ def page_text(path: Path) -> str:
         parser.close()
         return "".join(parser.article or parser.everything)
     if path.suffix == ".rst":
-        return ROLE_TEXT.sub(r"\1", raw)
+        return ROLE_TEXT.sub(lambda m: m[2].rsplit(".", 1)[-1] if m[1] == "~" else m[2], raw)
     return raw
 
 
