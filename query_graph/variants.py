@@ -30,6 +30,7 @@ VARIANT_NODES: tuple[str, ...] = (
     "coverage",
     "crag",
     "generator",
+    "llm_answer",
     "sentence_ranker",
     "answer_scope",
     "answer_span",

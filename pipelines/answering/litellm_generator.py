@@ -8,6 +8,12 @@ hosts into structured output). The passage numbers are an `enum` of the passages
 cannot cite one it was not given, and ragline attaches no citation after generation: a sentence whose
 cited passages do not support it is withheld, never cited to another one.
 
+`llm_answer=quote` asks the model to choose rather than write: the passages' sentences are numbered, and the
+reply, constrained the same way, is the numbers of those that answer (`quote_schema`); ragline quotes them as
+written, each with its passage's marker and the code block or list it introduces. A model that paraphrases
+badly, or whose faithful paraphrases a word-level check refuses, can still pick the sentence that says what
+was asked, and its reply is a dozen tokens instead of a few sentences.
+
 The passages are the CRAG refine step's knowledge strips (pipelines/answering/crag.py), the sentences of
 each retrieved passage that bear on the question, cut to a character budget (`fit_passages`): a small
 local model reads a prompt at about a hundred tokens a second on 2 cores, so what it reads is what it costs.
@@ -23,10 +29,12 @@ from typing import Any, Literal
 
 from pipelines.answering.citations import MARKER
 from pipelines.answering.extractive import with_marker
+from pipelines.answering.passage_units import introduced, prose_units
 
 # Part of the cache namespace: raised when the prompt or the reading of a model's answer changes (v3: a JSON
-# reply of sentences with their passage numbers, constrained by a schema, from the knowledge strips).
-PROMPT_VERSION = "litellm-v3"
+# reply of sentences with their passage numbers, constrained by a schema, from the knowledge strips; v4: the
+# `quote` form's prompt beside it).
+PROMPT_VERSION = "litellm-v4"
 KINDS = ("answer", "no_answer", "clarify")
 MAX_SENTENCES = 4
 MAX_SOURCES = 3
@@ -42,6 +50,15 @@ Rules:
 - If the passages do not answer the question, reply {"kind": "no_answer", "sentences": []}.
 - If the question is too vague to answer, reply {"kind": "clarify", "sentences": [{"text": "<a question
   asking what is meant>", "sources": [1]}]}."""
+
+
+QUOTE_PROMPT = """You choose sentences that answer a question about a body of documentation.
+Below are numbered sentences from documentation pages (a page's title before its sentences).
+Reply in JSON: {"kind": "answer", "sentences": [<numbers>]}, the numbers of the one to three sentences that
+answer the question, the one that states what was asked (the value, name, command or code) first.
+Choose a sentence for what it says, not for sharing words with the question.
+If no sentence answers the question, reply {"kind": "no_answer", "sentences": []}."""
+QUOTE_KINDS = ("answer", "no_answer")
 
 
 @dataclass(frozen=True)
@@ -106,6 +123,81 @@ def answer_schema(passages: int) -> dict[str, Any]:
         "required": ["kind", "sentences"],
         "additionalProperties": False,
     }
+
+
+@dataclass(frozen=True)
+class Quotable:
+    """A sentence the `quote` form numbers: the passage it is in (from 0), and the block it introduces."""
+
+    passage: int
+    text: str
+    block: str | None
+
+
+def quotables(passages: Sequence[Passage]) -> list[Quotable]:
+    """The prose units of the passages, in order, each once (a sentence two passages share is the first's)."""
+    found: list[Quotable] = []
+    seen: set[str] = set()
+    for n, passage in enumerate(passages):
+        blocks = introduced(passage.text)
+        inside: set[str] = set()
+        for unit in prose_units(passage.text):
+            if unit in seen or unit in inside:
+                continue
+            seen.add(unit)
+            block = blocks.get(unit)
+            if block:
+                inside.update(prose_units(block))  # a list's items come with the sentence that announces it
+            found.append(Quotable(n, unit, block))
+    return found
+
+
+def build_quote_messages(question: str, passages: Sequence[Passage], units: Sequence[Quotable]) -> list[dict[str, str]]:
+    """The `quote` form's prompt: each passage's title, then its sentences numbered from 1 across passages,
+    each followed by the block it introduces (the model sees the code a sentence would bring)."""
+    lines: list[str] = []
+    for number, unit in enumerate(units, 1):
+        if number == 1 or units[number - 2].passage != unit.passage:
+            lines.append(f"\n# {passages[unit.passage].title}")
+        lines.append(f"[{number}] {unit.text}")
+        if unit.block:
+            lines.append(unit.block)
+    user = "Sentences:\n" + "\n".join(lines) + f"\n\nQuestion: {question}"
+    return [{"role": "system", "content": QUOTE_PROMPT}, {"role": "user", "content": user}]
+
+
+def quote_schema(units: int, most: int) -> dict[str, Any]:
+    """The `quote` reply's schema: its kind, then at most `most` sentence numbers out of those given."""
+    return {
+        "type": "object",
+        "properties": {
+            "kind": {"type": "string", "enum": list(QUOTE_KINDS)},
+            "sentences": {
+                "type": "array",
+                "items": {"type": "integer", "enum": list(range(1, units + 1))},
+                "maxItems": max(most, 1),
+            },
+        },
+        "required": ["kind", "sentences"],
+        "additionalProperties": False,
+    }
+
+
+def read_quote_reply(text: str, units: int) -> tuple[str, list[int]]:
+    """The kind and the chosen numbers (each once, in the model's order) of a `quote` reply; raises
+    `MalformedReply` when it is not the object asked for or names a sentence that was not given."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise MalformedReply(f"the reply is not JSON ({exc.msg} at {exc.pos} of {len(text)} chars)") from exc
+    if not isinstance(value, dict) or value.get("kind") not in QUOTE_KINDS:
+        raise MalformedReply("the reply's `kind` is not one of " + ", ".join(QUOTE_KINDS))
+    numbers = value.get("sentences", [])
+    if not isinstance(numbers, list) or not all(isinstance(n, int) and not isinstance(n, bool) for n in numbers):
+        raise MalformedReply("the reply's `sentences` is not a list of numbers")
+    if any(not 1 <= n <= units for n in numbers):
+        raise MalformedReply(f"the reply names a sentence outside 1..{units}")
+    return value["kind"], list(dict.fromkeys(numbers))
 
 
 def response_format(schema: dict[str, Any], form: StructuredOutput) -> dict[str, Any]:

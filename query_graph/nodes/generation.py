@@ -16,7 +16,7 @@ from pipelines.answering import answerability, asked
 from pipelines.answering.answerability import GateVerdict
 from pipelines.answering.citations import ValidatedSentence
 from pipelines.answering.crag import knowledge_strips
-from pipelines.answering.extractive import SentenceRanker, extract_answer
+from pipelines.answering.extractive import ScoredSentence, SentenceRanker, answer_text, extract_answer
 from pipelines.answering.litellm_generator import (
     MalformedReply,
     ModelSentence,
@@ -25,8 +25,12 @@ from pipelines.answering.litellm_generator import (
     StructuredOutput,
     answer_schema,
     build_messages,
+    build_quote_messages,
     cited_text,
     fit_passages,
+    quotables,
+    quote_schema,
+    read_quote_reply,
     response_format,
     sentences_of,
 )
@@ -200,6 +204,55 @@ def _extractive_fallback(reason: str, arguments: dict[str, Any], model: Draft) -
     )
 
 
+def _quoted_draft(
+    question: str,
+    candidates: list[Candidate],
+    passages: list[Passage],
+    harness: LLMHarness,
+    form: StructuredOutput,
+    most: int,
+    arguments: dict[str, Any],
+) -> Draft:
+    """The model's choice of the passages' numbered sentences, quoted as the pages write them, each cited to its
+    passage (a sentence ending in a colon brings its block, as an extractive answer's does). The reply is a
+    dozen tokens, read whole. A reply that is not the JSON asked for, or chooses nothing, gives the extractive
+    answer, and says why; `no_answer` is the model's to give."""
+    units = quotables(passages)
+    if not units:
+        return Draft("", "litellm", kind="no_answer")
+    schema = response_format(quote_schema(len(units), most), form)
+    stream = harness.stream(build_quote_messages(question, passages, units), response_format=schema)
+    raw: list[str] = []
+    try:
+        for _ in _watched(iter(stream), raw):
+            pass
+    finally:
+        stream.close()
+    provider = stream.provider
+    info = None
+    if provider is not None:
+        info = {"model": provider.model, "role": provider.role, "fallback_used": provider.role == "fallback"}
+        info["attempts"] = stream.attempts
+    text = "".join(raw).strip()
+    model = Draft(text, "litellm", "answer", info, None, model_kind=None)
+    try:
+        kind, numbers = read_quote_reply(text, len(units))
+    except MalformedReply as exc:
+        return _extractive_fallback(f"the model's reply is not the JSON asked for: {exc}", arguments, model)
+    model = replace(model, model_kind=kind)
+    if kind == "no_answer":
+        return replace(model, text="", kind="no_answer")
+    if not numbers:
+        return _extractive_fallback("the model answered with no sentence", arguments, model)
+    chosen = [
+        ScoredSentence(
+            units[n - 1].text, candidates[units[n - 1].passage].chunk.chunk_id, units[n - 1].passage + 1, n, 0.0
+        )
+        for n in numbers
+    ]
+    return replace(model, text=answer_text(chosen, [c.chunk for c in candidates]), sentence_ranker="llm")
+
+
 @config.when(generator="litellm")
 def draft_answer__litellm(
     question: str,
@@ -215,8 +268,9 @@ def draft_answer__litellm(
     answer_gate_ranker: SentenceRanker | None,
     guardrail_language: LanguageGuess,
     sentence_ranker: str,
+    llm_answer: str = "write",  # the variant (graph config)
 ) -> Draft:
-    """Stream the model's JSON reply (pipelines/answering/litellm_generator.py): each sentence with the passages
+    """`llm_answer=quote`: the model chooses which numbered sentences to quote (`_quoted_draft`). Otherwise stream the model's JSON reply (pipelines/answering/litellm_generator.py): each sentence with the passages
     it cites, released the moment its object closes and its citations pass verification. A sentence none of
     whose cited passages supports it is withheld, never cited to another passage. A reply the model wrote
     badly (not the JSON asked for, or no sentence left) gives the extractive answer instead, and says why."""
@@ -225,6 +279,8 @@ def draft_answer__litellm(
         return Draft("", "litellm", kind="no_answer")
     passages = fit_passages([_strips(question, c, answer_words) for c in context_candidates], llm_context_chars)
     form: StructuredOutput = "json_object" if llm_structured_output == "json_object" else "json_schema"
+    if llm_answer == "quote":
+        return _quoted_draft(question, context_candidates, passages, llm_harness, form, answer_sentences, arguments)
     schema = response_format(answer_schema(len(passages)), form)
     stream = llm_harness.stream(build_messages(question, passages), response_format=schema)
     raw: list[str] = []

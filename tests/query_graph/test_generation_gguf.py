@@ -12,6 +12,7 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
+from pathlib import Path
 from typing import Any
 
 import pytest
@@ -90,6 +91,21 @@ def test_two_questions_at_once_are_both_answered(harbor: Harbor, gguf_llm: GgufS
         assert reply["status"] == "answered", reply
         assert [a["outcome"] for a in reply["provider"]["attempts"]] == ["ok"], reply["provider"]
         _released_sentences_are_cited_and_supported(reply)
+
+
+def test_the_model_chooses_sentences_that_are_quoted_as_the_page_writes_them(
+    harbor: Harbor, gguf_llm: GgufServer
+) -> None:
+    """`llm_answer=quote`: the model's reply is sentence numbers; the answer is those sentences, verbatim."""
+    reply = harbor.service(**_settings(gguf_llm)).answer(PORT_Q, variants={**LITELLM, "llm_answer": "quote"})
+    assert reply["status"] == "answered" and reply["fallback"] is None, reply
+    assert reply["sentence_ranker"] == "llm" and "7420" in reply["answer"], reply["answer"]
+    _released_sentences_are_cited_and_supported(reply)
+    assert reply["verification"]["unsupported"] == []
+    pages = " ".join(" ".join(p.read_text().split()) for p in Path(str(harbor.settings.source)).rglob("*.md"))
+    for sentence in split_sentences(reply["answer"]):
+        assert len(markers(sentence)) == 1
+        assert " ".join(strip_markers(sentence).split()).rstrip(".") in pages, sentence  # a quote, not the model's
 
 
 def test_a_question_the_passages_do_not_answer_releases_no_uncited_claim(harbor: Harbor, gguf_llm: GgufServer) -> None:

@@ -16,8 +16,12 @@ from pipelines.answering.litellm_generator import (
     Passage,
     ReplyReader,
     answer_schema,
+    build_quote_messages,
     cited_text,
     fit_passages,
+    quotables,
+    quote_schema,
+    read_quote_reply,
     response_format,
 )
 from query_graph.service import QueryFailed
@@ -84,6 +88,42 @@ def test_passages_are_cut_to_the_budget_at_a_strip() -> None:
     long = Passage("aa-0", "A", "First strip here.\n\n" + "x" * 300)
     assert fit_passages([long, Passage("bb-1", "B", "y" * 100)], 250)[0].text == "First strip here."
     assert [p.chunk_id for p in fit_passages([Passage("a", "", "x" * 100)] * 3, 250)] == ["a", "a"]
+
+
+def test_the_quote_form_numbers_each_sentence_once_and_reads_back_only_numbers_given() -> None:
+    passages = [
+        Passage("aa-0", "Ports", "The dashboard listens on port 7420. Change it with:\n\n```\nharbor --port 8000\n```"),
+        Passage(
+            "bb-1",
+            "Logs",
+            "The dashboard listens on port 7420. Logs are kept for 14 days:\n\n- build logs\n- audit logs",
+        ),
+    ]
+    units = quotables(passages)
+    # The second passage's copy of the first sentence is not numbered again; a list's items come with the
+    # sentence that announces them, not as sentences of their own.
+    assert [(u.passage, u.text) for u in units] == [
+        (0, "The dashboard listens on port 7420."),
+        (0, "Change it with:"),
+        (1, "Logs are kept for 14 days:"),
+    ]
+    assert units[1].block == "```\nharbor --port 8000\n```" and units[2].block and "audit logs" in units[2].block
+    user = build_quote_messages("Which port?", passages, units)[1]["content"]
+    assert "# Ports\n[1] The dashboard listens on port 7420.\n[2] Change it with:\n```" in user
+    assert "# Logs\n[3] Logs are kept for 14 days:" in user and user.endswith("Question: Which port?")
+    schema = quote_schema(len(units), 2)
+    assert schema["properties"]["sentences"]["items"]["enum"] == [1, 2, 3]
+    assert schema["properties"]["sentences"]["maxItems"] == 2 and list(schema["properties"]) == ["kind", "sentences"]
+    assert read_quote_reply('{"kind": "answer", "sentences": [2, 1, 2]}', 3) == ("answer", [2, 1])
+    assert read_quote_reply('{"kind": "no_answer", "sentences": []}', 3) == ("no_answer", [])
+    for bad in (
+        '{"kind": "answer", "sentences": [4]}',
+        '{"kind": "clarify"}',
+        '{"kind": "answer", "sentences": [true]}',
+        "{",
+    ):
+        with pytest.raises(MalformedReply):
+            read_quote_reply(bad, 3)
 
 
 def test_litellm_answer_cites_what_the_model_wrote_from_the_strips(harbor: Harbor) -> None:
