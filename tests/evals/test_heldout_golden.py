@@ -27,7 +27,8 @@ from pipelines.settings import PROJECT_ROOT
 CORPORA = PROJECT_ROOT / "evals" / "corpora"
 GOLDEN = PROJECT_ROOT / "evals" / "golden"
 # Each held-out set: its corpus folder under evals/corpora/ and the prefix of its ids.
-SETS = {"alembic": "al", "coverage": "cv", "markdown": "md", "werkzeug": "wz", "marshmallow": "mm", "click": "ck"}
+SETS = {"alembic": "al", "coverage": "cv", "markdown": "md", "werkzeug": "wz", "marshmallow": "mm", "click": "ck",
+        "structlog": "sl"}  # fmt: skip
 
 TYPES = {"single-fact", "paraphrase", "identifier", "list", "comparison", "multi-page", "false-premise",
          "unanswerable", "off-topic", "vague"}  # fmt: skip
