@@ -39,8 +39,10 @@ ANALYZER_VERSION = "bm25-analyzer-v1"
 # digest, so older versions keep theirs): until 2026-12-01; 2: an alert inside a list item keeps the item's indent;
 # 3: HTML boilerplate hints read as words (a section whose id held "rating" or "toc" inside a word was dropped);
 # 4: reStructuredText directives in a domain (`click:example`) read, and those whose body is code kept as code;
-# 5: a reStructuredText role reads as Sphinx shows it (":meth:`~Request.get`" is "get", not "~Request.get").
-PROCESSING_VERSION = 5
+# 5: a reStructuredText role reads as Sphinx shows it (":meth:`~Request.get`" is "get", not "~Request.get");
+# 6: reStructuredText "text::" reads "text:", comments, targets and page settings are dropped, autodoc, version
+# notes, titled admonitions and doctests read as Sphinx shows them, a literal block ends with its list item.
+PROCESSING_VERSION = 6
 log = structlog.get_logger(__name__)
 Progress = Callable[[int, int], None]
 

@@ -8,12 +8,24 @@ import re
 
 _UNDERLINE = re.compile(r"^([=\-~^\"'`#*+:.])\1{2,}\s*$")
 # A directive, its name possibly in a domain (`py:function`, a Sphinx extension's `click:example`).
+# A comment (".. text") or a link target (".. _name:"): whatever starts with ".. " and is no directive.
+_COMMENT = re.compile(r"^\.\.(\s|$)")
 _DIRECTIVE = re.compile(r"^\.\.\s+((?:[\w-]+:)*[\w-]+)::\s*(.*)$")
 # Directives whose body is code, by their name without its domain: docutils' and Sphinx's own, and the names
 # Sphinx extensions give their code examples (`click:example`, `click:run`, `ipython`, `jupyter-execute`).
 _CODE_DIRECTIVES = {"code-block", "code", "sourcecode", "literal", "doctest", "testcode", "testsetup", "testoutput",
-                    "ipython", "jupyter-execute", "example", "run"}  # fmt: skip
+                    "ipython", "jupyter-execute", "example", "run", "parsed-literal"}  # fmt: skip
 _ADMONITIONS = {"note", "tip", "warning", "important", "caution", "danger", "hint", "attention", "seealso"}
+# Directives a reader sees nothing of (settings of the page, or content from a file we do not have).
+_UNSEEN = {"toctree", "contents", "index", "meta", "raw", "include", "only", "currentmodule", "module", "highlight",
+           "rst-class", "image", "literalinclude", "sectionauthor", "moduleauthor", "default-role", "tabularcolumns"}  # fmt: skip
+# Directives whose argument is a condition or a class, not text: their body alone is shown.
+_BODY_ONLY = {"ifconfig", "class", "container", "tabs", "tab", "group-tab"}
+# What Sphinx writes before a version note's text.
+_VERSION_NOTES = {"versionadded": "Added in version", "version-added": "Added in version",
+                  "versionchanged": "Changed in version", "version-changed": "Changed in version",
+                  "deprecated": "Deprecated since version", "version-deprecated": "Deprecated since version",
+                  "versionremoved": "Removed in version", "version-removed": "Removed in version"}  # fmt: skip
 
 
 # A role: ":ref:`Title <target>`" reads "Title"; Sphinx shows ":meth:`~Request.get`" as its last part, "get",
@@ -59,19 +71,45 @@ def rst_to_markdown(text: str) -> tuple[str, str]:
             out.extend(["", "#" * min(6, levels.index(mark) + 1) + " " + name, ""])
             i += 2
             continue
+        if _COMMENT.match(line) and not _DIRECTIVE.match(line.strip()):  # a comment or a link target, unseen
+            _, i = _indented_block(lines, i + 1, len(line) - len(line.lstrip()))
+            continue
+        if line.startswith(">>> ") and (not out or not out[-1].strip()):  # a doctest block: code until a blank line
+            end = i
+            while end < len(lines) and lines[end].strip():
+                end += 1
+            out.extend(["```", *lines[i:end], "```", ""])
+            i = end
+            continue
         directive = _DIRECTIVE.match(line.strip())
         literal = line.rstrip().endswith("::") and not directive
         if directive or literal:
             name, argument = (directive.group(1), directive.group(2)) if directive else ("literal", "")
-            body, i = _indented_block(lines, i + 1)
+            body, i = _indented_block(lines, i + 1, len(line) - len(line.lstrip()))
             if name.rsplit(":", 1)[-1] in _CODE_DIRECTIVES:
-                if literal:
-                    out.append(_inline(line.rstrip()[:-1].rstrip() + (":" if line.rstrip() != "::" else "")))
-                out.extend(["", f"```{argument.strip() if directive else ''}", *body, "```", ""])
-            elif name in _ADMONITIONS:
-                out.extend(["", f"**{name.capitalize()}:** {_inline(argument)}".rstrip(), *map(_inline, body), ""])
-            elif name not in ("toctree", "contents", "index", "meta", "raw", "include", "only"):
-                out.extend([_inline(argument), *map(_inline, body)])
+                if literal:  # "text::" reads "text:", "text ::" reads "text", "::" alone nothing
+                    said = line.rstrip()[:-2]
+                    if said.strip():
+                        out.append(_inline(said.rstrip() + ("" if said.endswith((" ", "\t")) else ":")))
+                at = line[: len(line) - len(line.lstrip())]  # inside a list item, the block stays in the item
+                fence = f"{at}```{argument.strip() if directive else ''}"
+                out.extend(["", fence, *(f"{at}{b}" if b else b for b in body), f"{at}```", ""])
+            elif name in _ADMONITIONS or name == "admonition":  # `admonition` titles itself
+                label = argument if name == "admonition" else f"{name.capitalize()}: {argument}"
+                head, _, rest = label.partition(":")
+                out.extend(["", f"**{_inline(head.strip())}:** {_inline(rest.strip())}".rstrip(), *_nested(body), ""])
+            elif name in _VERSION_NOTES:
+                version, _, said = argument.partition(" ")
+                note = f"{_VERSION_NOTES[name]} {version.strip()}" + (
+                    f": {_inline(said.strip())}" if said.strip() else (":" if body else ".")
+                )
+                out.extend(["", note, *_nested(body), ""])
+            elif name.rsplit(":", 1)[-1].startswith("auto"):  # autodoc: the object's name; its text is in code
+                out.extend(["", f"`{argument.strip()}`", ""])
+            elif name in _BODY_ONLY:
+                out.extend(["", *_nested(body), ""])
+            elif name not in _UNSEEN:  # a signature (`py:function`) or a title, then its text, a paragraph of its own
+                out.extend(["", _inline(argument), *_nested(body), ""])
             continue
         out.append(_inline(line.rstrip()))
         i += 1
@@ -79,13 +117,20 @@ def rst_to_markdown(text: str) -> tuple[str, str]:
     return clean, title
 
 
-def _indented_block(lines: list[str], start: int) -> tuple[list[str], int]:
-    """The indented block after a directive (options like `:linenos:` skipped), dedented; and where it ends."""
+def _nested(body: list[str]) -> list[str]:
+    """A directive's body read as reStructuredText of its own (it may hold directives, code and lists)."""
+    return rst_to_markdown("\n".join(body))[0].strip("\n").split("\n") if any(b.strip() for b in body) else []
+
+
+def _indented_block(lines: list[str], start: int, within: int = 0) -> tuple[list[str], int]:
+    """The block indented deeper than `within` (the indent of the line that opens it) after a directive (options
+    like `:linenos:` skipped), dedented; and where it ends. A literal block inside a list item ends where the
+    item's own text resumes."""
     i = start
     while i < len(lines) and re.match(r"^\s+:[\w-]+:", lines[i]):
         i += 1
     block: list[str] = []
-    while i < len(lines) and (not lines[i].strip() or lines[i].startswith((" ", "\t"))):
+    while i < len(lines) and (not lines[i].strip() or len(lines[i]) - len(lines[i].lstrip()) > within):
         block.append(lines[i])
         i += 1
     while block and not block[-1].strip():

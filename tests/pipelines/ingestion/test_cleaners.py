@@ -200,3 +200,57 @@ Keep the logs longer by passing ``days``:
     assert "retain(days)\nKeep build logs for `days` days." in clean
     block = introduced(clean)["Keep the logs longer by passing days:"]
     assert block_parts(block) == ["```\nharbor.retain(days=30)\n```"]
+
+
+def test_restructuredtext_reads_as_sphinx_shows_it() -> None:
+    """What a reader of the built page sees: "text::" ends with one colon, comments, link targets and page settings
+    show nothing, autodoc shows the object's name, version notes and titled admonitions their label, doctests and
+    a literal block inside a list item are code (the item's text after it is not)."""
+    rst = """Harbor
+======
+
+.. currentmodule:: harbor
+.. _retention-target:
+.. a comment
+   that spans two lines
+
+Run it like this::
+
+    harbor run
+
+.. autofunction:: retain
+
+.. versionadded:: 2.1
+    Logs can be kept longer.
+
+.. deprecated:: 3.0 Use ``retain`` instead.
+
+.. admonition:: Information
+
+    Not for production.
+
+>>> retain(days=30)
+30
+
+-   Streams are text by default.
+
+    This is not supported::
+
+        sys.stdin = io.StringIO()
+
+    Use a wrapper instead.
+"""
+    text = clean_document(page("harbor.rst", rst)).text
+    assert "Run it like this:\n\n```\nharbor run\n```" in text and "::" not in text
+    for unseen in ("currentmodule", "retention-target", "a comment", "that spans", ".. "):
+        assert unseen not in text, unseen
+    assert "\n`retain`\n" in text
+    assert "Added in version 2.1:\nLogs can be kept longer." in text
+    assert "Deprecated since version 3.0: Use `retain` instead." in text
+    assert "**Information:**\nNot for production." in text
+    assert "```\n>>> retain(days=30)\n30\n```" in text
+    assert (
+        "    This is not supported:\n\n    ```\n    sys.stdin = io.StringIO()\n    ```\n\n    Use a wrapper instead."
+        in text
+    )
+    assert introduced(text)["This is not supported:"] == "```\nsys.stdin = io.StringIO()\n```"
