@@ -12,9 +12,10 @@ _UNDERLINE = re.compile(r"^([=\-~^\"'`#*+:.])\1{2,}\s*$")
 _COMMENT = re.compile(r"^\.\.(\s|$)")
 _DIRECTIVE = re.compile(r"^\.\.\s+((?:[\w-]+:)*[\w-]+)::\s*(.*)$")
 # Directives whose body is code, by their name without its domain: docutils' and Sphinx's own, and the names
-# Sphinx extensions give their code examples (`click:example`, `click:run`, `ipython`, `jupyter-execute`).
+# Sphinx extensions give their code examples (`click:example`, `click:run`, `ipython`, `jupyter-execute`, sphinx-tabs'
+# `code-tab`).
 _CODE_DIRECTIVES = {"code-block", "code", "sourcecode", "literal", "doctest", "testcode", "testsetup", "testoutput",
-                    "ipython", "jupyter-execute", "example", "run", "parsed-literal"}  # fmt: skip
+                    "ipython", "jupyter-execute", "example", "run", "parsed-literal", "code-tab"}  # fmt: skip
 _ADMONITIONS = {"note", "tip", "warning", "important", "caution", "danger", "hint", "attention", "seealso"}
 # Directives a reader sees nothing of (settings of the page, or content from a file we do not have).
 _UNSEEN = {"toctree", "contents", "index", "meta", "raw", "include", "only", "currentmodule", "module", "highlight",

@@ -232,6 +232,13 @@ Run it like this::
 >>> retain(days=30)
 30
 
+.. tabs::
+
+    .. code-tab:: toml
+
+        [harbor]
+        days = 30
+
 -   Streams are text by default.
 
     This is not supported::
@@ -249,6 +256,7 @@ Run it like this::
     assert "Deprecated since version 3.0: Use `retain` instead." in text
     assert "**Information:**\nNot for production." in text
     assert "```\n>>> retain(days=30)\n30\n```" in text
+    assert "```toml\n[harbor]\ndays = 30\n```" in text  # a sphinx-tabs code tab, inside its tabs
     assert (
         "    This is not supported:\n\n    ```\n    sys.stdin = io.StringIO()\n    ```\n\n    Use a wrapper instead."
         in text
