@@ -35,6 +35,7 @@ from pipelines.adapters.token_table import TokenTable
 from pipelines.ingestion.build import BuildRequest
 from pipelines.profiles import Stores, open_stores
 from pipelines.settings import Settings
+from pipelines.text.language import detect_question_language
 from tests.server.audio import spoken
 from tests.server.conftest import live_server, services_settings
 
@@ -44,10 +45,13 @@ _CONSONANTS, _VOWELS = "bdfgklmnprstvz", "aeiou"
 
 
 def pseudo_word(rng: random.Random, taken: set[str]) -> str:
-    """A word of no language, unique in the corpus: what leaks is unmistakable."""
+    """A word of no language, unique in the corpus: what leaks is unmistakable. A word that makes a question
+    read as another language ("How do I restart the zusipogo service?" reads as German) is drawn again: the
+    guardrail would refuse the question before the filter is reached."""
     while True:
         word = "".join(rng.choice(_CONSONANTS) + rng.choice(_VOWELS) for _ in range(4))
-        if word not in taken:
+        english = all(detect_question_language(t.format(name=word)).language == "en" for t in TEMPLATES)
+        if word not in taken and english:
             taken.add(word)
             return word
 
