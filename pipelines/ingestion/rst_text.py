@@ -7,9 +7,9 @@ from __future__ import annotations
 import re
 
 _UNDERLINE = re.compile(r"^([=\-~^\"'`#*+:.])\1{2,}\s*$")
-# A directive, its name possibly in a domain (`py:function`, a Sphinx extension's `click:example`).
 # A comment (".. text") or a link target (".. _name:"): whatever starts with ".. " and is no directive.
 _COMMENT = re.compile(r"^\.\.(\s|$)")
+# A directive, its name possibly in a domain (`py:function`, a Sphinx extension's `click:example`).
 _DIRECTIVE = re.compile(r"^\.\.\s+((?:[\w-]+:)*[\w-]+)::\s*(.*)$")
 # Directives whose body is code, by their name without its domain: docutils' and Sphinx's own, and the names
 # Sphinx extensions give their code examples (`click:example`, `click:run`, `ipython`, `jupyter-execute`, sphinx-tabs'
@@ -73,7 +73,7 @@ def rst_to_markdown(text: str) -> tuple[str, str]:
             i += 2
             continue
         if _COMMENT.match(line) and not _DIRECTIVE.match(line.strip()):  # a comment or a link target, unseen
-            _, i = _indented_block(lines, i + 1, len(line) - len(line.lstrip()))
+            _, i = _indented_block(lines, i + 1, _indent(line))
             continue
         if line.startswith(">>> ") and (not out or not out[-1].strip()):  # a doctest block: code until a blank line
             end = i
@@ -86,13 +86,13 @@ def rst_to_markdown(text: str) -> tuple[str, str]:
         literal = line.rstrip().endswith("::") and not directive
         if directive or literal:
             name, argument = (directive.group(1), directive.group(2)) if directive else ("literal", "")
-            body, i = _indented_block(lines, i + 1, len(line) - len(line.lstrip()))
+            body, i = _indented_block(lines, i + 1, _indent(line))
             if name.rsplit(":", 1)[-1] in _CODE_DIRECTIVES:
                 if literal:  # "text::" reads "text:", "text ::" reads "text", "::" alone nothing
                     said = line.rstrip()[:-2]
                     if said.strip():
                         out.append(_inline(said.rstrip() + ("" if said.endswith((" ", "\t")) else ":")))
-                at = line[: len(line) - len(line.lstrip())]  # inside a list item, the block stays in the item
+                at = line[: _indent(line)]  # inside a list item, the block stays in the item
                 fence = f"{at}```{argument.strip() if directive else ''}"
                 out.extend(["", fence, *(f"{at}{b}" if b else b for b in body), f"{at}```", ""])
             elif name in _ADMONITIONS or name == "admonition":  # `admonition` titles itself
@@ -118,6 +118,10 @@ def rst_to_markdown(text: str) -> tuple[str, str]:
     return clean, title
 
 
+def _indent(line: str) -> int:
+    return len(line) - len(line.lstrip())
+
+
 def _nested(body: list[str]) -> list[str]:
     """A directive's body read as reStructuredText of its own (it may hold directives, code and lists)."""
     return rst_to_markdown("\n".join(body))[0].strip("\n").split("\n") if any(b.strip() for b in body) else []
@@ -131,7 +135,7 @@ def _indented_block(lines: list[str], start: int, within: int = 0) -> tuple[list
     while i < len(lines) and re.match(r"^\s+:[\w-]+:", lines[i]):
         i += 1
     block: list[str] = []
-    while i < len(lines) and (not lines[i].strip() or len(lines[i]) - len(lines[i].lstrip()) > within):
+    while i < len(lines) and (not lines[i].strip() or _indent(lines[i]) > within):
         block.append(lines[i])
         i += 1
     while block and not block[-1].strip():

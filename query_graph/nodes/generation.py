@@ -204,6 +204,15 @@ def _extractive_fallback(reason: str, arguments: dict[str, Any], model: Draft) -
     )
 
 
+def _provider_info(stream: Any) -> dict[str, Any] | None:
+    """Which provider answered (the reply's `provider`), once the stream is done; None before any answered."""
+    provider = stream.provider
+    if provider is None:
+        return None
+    role = provider.role
+    return {"model": provider.model, "role": role, "fallback_used": role == "fallback", "attempts": stream.attempts}
+
+
 def _quoted_draft(
     question: str,
     candidates: list[Candidate],
@@ -228,11 +237,7 @@ def _quoted_draft(
             pass
     finally:
         stream.close()
-    provider = stream.provider
-    info = None
-    if provider is not None:
-        info = {"model": provider.model, "role": provider.role, "fallback_used": provider.role == "fallback"}
-        info["attempts"] = stream.attempts
+    info = _provider_info(stream)
     text = "".join(raw).strip()
     model = Draft(text, "litellm", "answer", info, None, model_kind=None)
     try:
@@ -320,11 +325,7 @@ def draft_answer__litellm(
         broke = f"the model stopped before the end of its reply: {str(exc)[:120]}"
     finally:
         stream.close()
-    provider = stream.provider
-    info = None
-    if provider is not None:
-        info = {"model": provider.model, "role": provider.role, "fallback_used": provider.role == "fallback"}
-        info["attempts"] = stream.attempts
+    info = _provider_info(stream)
     text = "".join(raw).strip()
     try:
         reply = reader.finish()
