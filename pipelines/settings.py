@@ -187,12 +187,13 @@ class Settings(BaseSettings):
             "the page of its best sentence (`page`; each ask of a two-ask question keeps its own best sentence)."
         ),
     )
-    answer_span: Literal["sentence", "paragraph", "continued"] = Field(
+    answer_span: Literal["sentence", "paragraph", "continued", "extended"] = Field(
         "sentence",
         description=(
             "What an extractive answer quotes of its best sentence: the sentence (`sentence`), or the sentence and "
             "those after it in its paragraph or list item, within `answer_sentences` (`paragraph`) or at most two "
-            "added to the chosen sentences (`continued`)."
+            "added to the chosen sentences (`continued`), or added only while the sentence ranker scores the longer span "
+            "higher (`extended`; as `sentence` without a ranker)."
         ),
     )
     min_answer_score: float = Field(

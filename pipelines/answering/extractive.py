@@ -94,7 +94,7 @@ SentenceRanker = Callable[[str, Sequence[str]], Sequence[float]]
 RANKED_POOL = 12  # the qualifying sentences a ranker reads: the best by coverage
 RANKED_MARGIN = 5.0  # a kept sentence scores within this many logits of the ranker's best
 # What an answer quotes of its best sentence (`answer_span`): the sentence, or the rest of its paragraph too.
-SPANS = ("sentence", "paragraph", "continued")
+SPANS = ("sentence", "paragraph", "continued", "extended")
 CONTINUED = 2  # `continued`: most sentences of the best one's paragraph added to the chosen ones
 
 # How sentences and questions become terms by default (the `answer_analyzer` variants are in query_graph):
@@ -238,7 +238,9 @@ def extract_answer(
     (`one_page`), except the best sentence of each ask of a two-ask question.
     `span`: `sentence` quotes the chosen sentences alone; `paragraph` quotes the best one with the sentences that
     follow it in its paragraph or list item (`continued`), within the same `max_sentences`; `continued` keeps every
-    chosen sentence and adds at most `CONTINUED` of those that follow the best one."""
+    chosen sentence and adds at most `CONTINUED` of those that follow the best one; `extended` keeps every chosen
+    sentence and adds those that follow the best one while the ranker scores the longer span higher (`extended`;
+    without a ranker, as `sentence`)."""
     chunks = chunks[:passages]
     own_only = True
 
@@ -261,6 +263,8 @@ def extract_answer(
         best = continued(best, chunks, max_sentences)
     elif span == "continued":
         best = continued(best, chunks, len(best) + CONTINUED, follow=CONTINUED)
+    elif span == "extended":
+        best = extended(question, best, chunks, ranker) if ranker else best
     elif span != "sentence":
         raise ValueError(f"unknown answer span {span!r}; known: {', '.join(SPANS)}")
     ordered = sorted(best, key=lambda s: (s.rank, s.position))
@@ -321,14 +325,7 @@ def continued(
     if not best:
         return best
     top = best[0]
-    paragraphs = paragraph_units(chunks[top.rank - 1].generation_text)
-    start = 0
-    following: list[str] = []
-    for paragraph in paragraphs:
-        if start <= top.position < start + len(paragraph):
-            following = paragraph[top.position - start + 1 :][:follow]
-            break
-        start += len(paragraph)
+    following = _following(top, chunks)[:follow]
     picks = [top]
     for offset, text in enumerate(following, start=1):
         if len(picks) >= count:
@@ -339,6 +336,44 @@ def continued(
         if len(picks) < count and all(p.text != sentence.text for p in picks):
             picks.append(sentence)
     return picks
+
+
+def extended(
+    question: str,
+    best: list[ScoredSentence],
+    chunks: Sequence[Chunk],
+    ranker: SentenceRanker,
+    follow: int = CONTINUED,
+) -> list[ScoredSentence]:
+    """Every chosen sentence, the first (the ranker's best) followed by as many of the next sentences of its
+    paragraph or list item (none, one, ... `follow`) as make the span the ranker scores highest. What `continued`
+    adds whether it helps or not, the ranker reads first: "`X` - stops parsing when ... . The default is ..." reads
+    as a better answer to "what is X's default?" with the sentence that gives the value, even past a sentence between
+    them; a span that goes on to the next feature does not. One call of the ranker scores every span."""
+    if not best:
+        return best
+    top = best[0]
+    following = _following(top, chunks)[:follow]
+    if not following:
+        return best
+    spans = [" ".join([top.text, *following[:n]]) for n in range(len(following) + 1)]
+    scores = list(ranker(question, spans))
+    taken = max(range(len(spans)), key=lambda n: (scores[n], -n))  # a tie keeps the shorter span
+    picks = [top] + [
+        ScoredSentence(text, top.chunk_id, top.rank, top.position + offset, top.score, top.own)
+        for offset, text in enumerate(following[:taken], start=1)
+    ]
+    return picks + [s for s in best[1:] if all(p.text != s.text for p in picks)]
+
+
+def _following(top: ScoredSentence, chunks: Sequence[Chunk]) -> list[str]:
+    """The sentences after `top` in its paragraph or list item (a table row is a paragraph of its own)."""
+    start = 0
+    for paragraph in paragraph_units(chunks[top.rank - 1].generation_text):
+        if start <= top.position < start + len(paragraph):
+            return paragraph[top.position - start + 1 :]
+        start += len(paragraph)
+    return []
 
 
 def one_page(

@@ -18,6 +18,7 @@ from pipelines.answering.verification import check_citations
 from pipelines.documents import Chunk, Document
 from pipelines.ingestion.chunkers import chunk_document
 from pipelines.ingestion.cleaners import clean_markdown
+from pipelines.retrieval.rerank import CrossEncoderReranker
 from pipelines.text.analysis import analyzer
 from tests.pipelines.list_pages import PAGE as PAGE_WITH_LISTS
 
@@ -479,3 +480,37 @@ def test_span_continued_keeps_every_chosen_sentence_and_adds_at_most_two() -> No
     assert len(chosen) == 3 and {s.text for s in chosen} < {s.text for s in used} and len(used) == 5
     assert "Raise it" not in answer
     assert_released_quoted_and_supported(answer, chunk)
+
+
+def test_span_extended_takes_the_continuation_the_cross_encoder_reads_as_the_better_answer() -> None:
+    chunk = page_chunks(0, LIMITS)[0]
+    words = analyzer("snowball")
+    ranker = CrossEncoderReranker("ms-marco-MiniLM-L-12-v2-int8").scores
+    question = "What is the default size limit of a form field?"
+    alone, chosen = extract_answer(question, [chunk], words=words, ranker=ranker, max_sentences=1)
+    answer, used = extract_answer(question, [chunk], words=words, ranker=ranker, max_sentences=1, span="extended")
+    # The value two sentences on, past a sentence that says nothing of it; the item's last sentence stays out.
+    assert "max_part_size" in alone and "500kB" not in alone
+    assert [s.position for s in used] == [chosen[0].position + n for n in range(3)]
+    assert "The default is 500kB" in answer and "Raise it" not in answer
+    assert_released_quoted_and_supported(answer, chunk)
+    # A paragraph that goes on to other subjects: the sentence that answers stays alone.
+    mixed = page_chunks(0, MIXED)[0]
+    question = "Which port does the dashboard listen on?"
+    alone, chosen = extract_answer(question, [mixed], words=words, ranker=ranker, max_sentences=1)
+    answer, used = extract_answer(question, [mixed], words=words, ranker=ranker, max_sentences=1, span="extended")
+    assert "7420" in alone and (answer, used) == (alone, chosen)
+    # Every chosen sentence stays whatever the ranker says; without a ranker the span is the sentence.
+    question = "What is the default size limit of a form field?"
+    _, chosen = extract_answer(question, [chunk], words=words, ranker=ranker, max_sentences=3)
+    _, used = extract_answer(question, [chunk], words=words, ranker=ranker, max_sentences=3, span="extended")
+    assert {s.text for s in chosen} <= {s.text for s in used}
+    plain = extract_answer(question, [chunk], words=words, max_sentences=1)
+    assert extract_answer(question, [chunk], words=words, max_sentences=1, span="extended") == plain
+
+
+MIXED = """# About Harbor
+
+The dashboard listens on port 7420 by default. Build logs are kept for 14 days. The project was started in 2019 by
+a team in Berlin.
+"""
