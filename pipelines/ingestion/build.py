@@ -42,8 +42,8 @@ ANALYZER_VERSION = "bm25-analyzer-v1"
 # 5: a reStructuredText role reads as Sphinx shows it (":meth:`~Request.get`" is "get", not "~Request.get");
 # 6: reStructuredText "text::" reads "text:", comments, targets and page settings are dropped, autodoc, version
 # notes, titled admonitions and doctests read as Sphinx shows them, a literal block ends with its list item; 7: a
-# sphinx-tabs `code-tab` is a code block.
-PROCESSING_VERSION = 7
+# sphinx-tabs `code-tab` is a code block; 8: MyST Markdown roles and directives read as Sphinx shows them.
+PROCESSING_VERSION = 8
 log = structlog.get_logger(__name__)
 Progress = Callable[[int, int], None]
 

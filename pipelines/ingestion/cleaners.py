@@ -24,6 +24,7 @@ import yaml  # type: ignore[import-untyped]
 
 from pipelines.documents import Document
 from pipelines.ingestion.html_text import html_to_markdown, looks_like_html
+from pipelines.ingestion.myst_text import myst_to_markdown
 from pipelines.ingestion.rst_text import rst_to_markdown
 
 log = structlog.get_logger(__name__)
@@ -127,7 +128,7 @@ def clean_markdown(text: str, document_id: str = "", root: Path | None = None) -
     if front:
         title = front_matter_title(front.group(1))
         text = text[front.end() :]
-    text = _HTML_COMMENT.sub("", text)
+    text = myst_to_markdown(_HTML_COMMENT.sub("", text))
     lines: list[str] = []
     in_fence, in_alert = False, False
     for line in text.splitlines():

@@ -1,5 +1,5 @@
 """reStructuredText basics to Markdown: section titles (levels in order of first use, as docutils does),
-`.. code-block::` / `::` literal blocks and other directives whose body is code (`_CODE_DIRECTIVES`, in any
+`.. code-block::` / `::` literal blocks and other directives whose body is code (`CODE_DIRECTIVES`, in any
 domain), admonitions, and inline markup (``code``, roles, links)."""
 
 from __future__ import annotations
@@ -14,16 +14,16 @@ _DIRECTIVE = re.compile(r"^\.\.\s+((?:[\w-]+:)*[\w-]+)::\s*(.*)$")
 # Directives whose body is code, by their name without its domain: docutils' and Sphinx's own, and the names
 # Sphinx extensions give their code examples (`click:example`, `click:run`, `ipython`, `jupyter-execute`, sphinx-tabs'
 # `code-tab`).
-_CODE_DIRECTIVES = {"code-block", "code", "sourcecode", "literal", "doctest", "testcode", "testsetup", "testoutput",
+CODE_DIRECTIVES = {"code-block", "code", "sourcecode", "literal", "doctest", "testcode", "testsetup", "testoutput",
                     "ipython", "jupyter-execute", "example", "run", "parsed-literal", "code-tab"}  # fmt: skip
-_ADMONITIONS = {"note", "tip", "warning", "important", "caution", "danger", "hint", "attention", "seealso"}
+ADMONITIONS = {"note", "tip", "warning", "important", "caution", "danger", "hint", "attention", "seealso"}
 # Directives a reader sees nothing of (settings of the page, or content from a file we do not have).
-_UNSEEN = {"toctree", "contents", "index", "meta", "raw", "include", "only", "currentmodule", "module", "highlight",
+UNSEEN = {"toctree", "contents", "index", "meta", "raw", "include", "only", "currentmodule", "module", "highlight",
            "rst-class", "image", "literalinclude", "sectionauthor", "moduleauthor", "default-role", "tabularcolumns"}  # fmt: skip
 # Directives whose argument is a condition or a class, not text: their body alone is shown.
-_BODY_ONLY = {"ifconfig", "class", "container", "tabs", "tab", "group-tab"}
+BODY_ONLY = {"ifconfig", "class", "container", "tabs", "tab", "group-tab"}
 # What Sphinx writes before a version note's text.
-_VERSION_NOTES = {"versionadded": "Added in version", "version-added": "Added in version",
+VERSION_NOTES = {"versionadded": "Added in version", "version-added": "Added in version",
                   "versionchanged": "Changed in version", "version-changed": "Changed in version",
                   "deprecated": "Deprecated since version", "version-deprecated": "Deprecated since version",
                   "versionremoved": "Removed in version", "version-removed": "Removed in version"}  # fmt: skip
@@ -87,7 +87,7 @@ def rst_to_markdown(text: str) -> tuple[str, str]:
         if directive or literal:
             name, argument = (directive.group(1), directive.group(2)) if directive else ("literal", "")
             body, i = _indented_block(lines, i + 1, _indent(line))
-            if name.rsplit(":", 1)[-1] in _CODE_DIRECTIVES:
+            if name.rsplit(":", 1)[-1] in CODE_DIRECTIVES:
                 if literal:  # "text::" reads "text:", "text ::" reads "text", "::" alone nothing
                     said = line.rstrip()[:-2]
                     if said.strip():
@@ -95,21 +95,21 @@ def rst_to_markdown(text: str) -> tuple[str, str]:
                 at = line[: _indent(line)]  # inside a list item, the block stays in the item
                 fence = f"{at}```{argument.strip() if directive else ''}"
                 out.extend(["", fence, *(f"{at}{b}" if b else b for b in body), f"{at}```", ""])
-            elif name in _ADMONITIONS or name == "admonition":  # `admonition` titles itself
+            elif name in ADMONITIONS or name == "admonition":  # `admonition` titles itself
                 label = argument if name == "admonition" else f"{name.capitalize()}: {argument}"
                 head, _, rest = label.partition(":")
                 out.extend(["", f"**{_inline(head.strip())}:** {_inline(rest.strip())}".rstrip(), *_nested(body), ""])
-            elif name in _VERSION_NOTES:
+            elif name in VERSION_NOTES:
                 version, _, said = argument.partition(" ")
-                note = f"{_VERSION_NOTES[name]} {version.strip()}" + (
+                note = f"{VERSION_NOTES[name]} {version.strip()}" + (
                     f": {_inline(said.strip())}" if said.strip() else (":" if body else ".")
                 )
                 out.extend(["", note, *_nested(body), ""])
             elif name.rsplit(":", 1)[-1].startswith("auto"):  # autodoc: the object's name; its text is in code
                 out.extend(["", f"`{argument.strip()}`", ""])
-            elif name in _BODY_ONLY:
+            elif name in BODY_ONLY:
                 out.extend(["", *_nested(body), ""])
-            elif name not in _UNSEEN:  # a signature (`py:function`) or a title, then its text, a paragraph of its own
+            elif name not in UNSEEN:  # a signature (`py:function`) or a title, then its text, a paragraph of its own
                 out.extend(["", _inline(argument), *_nested(body), ""])
             continue
         out.append(_inline(line.rstrip()))
