@@ -121,7 +121,7 @@ def support_score(sentence: str, passage: str) -> float:
     terms = claim_terms(sentence)
     if not terms:
         return 1.0
-    present = {stem(t) for t in terms_of(passage)}
+    present = _present(passage)
     exact = exact_terms(sentence)
     missing = exact - present
     if missing:  # the passage may still write them another way; read it as an answer quotes it, markup gone
@@ -135,6 +135,12 @@ def support_score(sentence: str, passage: str) -> float:
     if share > 0 and _reversed(sentence, terms, passage):
         share *= 0.5
     return share
+
+
+def _present(passage: str) -> set[str]:
+    """The passage's terms, as written and as an answer quotes it with its markup gone: a code span followed by
+    letters ("`attr.ib`s") reads as one word ("attr.ibs") in a quote, two in the markup."""
+    return {stem(t) for t in terms_of(passage)} | {stem(t) for t in terms_of(plain(passage))}
 
 
 def _reversed(sentence: str, terms: dict[str, float], passage: str) -> bool:
@@ -237,7 +243,7 @@ def strict_check(sentence: str, passage: str) -> tuple[float, str | None]:
     terms = claim_terms(sentence)
     if not terms:
         return 1.0, None
-    present = {stem(t) for t in terms_of(passage)}
+    present = _present(passage)
     missing = exact_terms(sentence) - present
     lowered = plain(passage).lower()
     missing = {t for t in missing if not (_written_in(t, lowered) or _compound_in(t, present))}

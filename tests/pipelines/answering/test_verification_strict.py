@@ -58,3 +58,12 @@ def test_the_committed_set_loads_and_strict_keeps_its_tuning_figures() -> None:
     tp = sum(s and p.supported for s, p in zip(said, pairs, strict=True))
     fp = sum(s and not p.supported for s, p in zip(said, pairs, strict=True))
     assert (len(pairs), tp, fp) == (205, 74, 0)
+
+
+def test_a_quote_of_a_code_span_glued_to_its_plural_is_supported_and_a_changed_one_is_not() -> None:
+    # Markdown writes "`attr.ib`s"; the answer quotes the sentence with its markup gone, "attr.ibs".
+    passage = "The decorator searches the class body for instances of `attr.ib`s and collects them in order."
+    quoted = "The decorator searches the class body for instances of attr.ibs and collects them in order."
+    assert strict_check(quoted, passage) == (1.0, None)
+    changed = "The decorator searches the class body for instances of attr.fields and collects them in order."
+    assert strict_check(changed, passage)[1] is not None
