@@ -177,7 +177,7 @@ class Settings(BaseSettings):
     fetch_max_bytes: int = Field(5_000_000, description="Largest page a URL source downloads; bigger pages fail.")
 
     top_k: int = Field(8, description="Candidates kept after fusion.")
-    candidates: int = Field(30, description="Candidates fetched from each retriever before fusion.")
+    candidates: int = Field(100, description="Candidates fetched from each retriever before fusion.")
     rrf_k: int = Field(60, description="k of reciprocal rank fusion.")
     answer_sentences: int = Field(3, description="Most sentences an extractive answer takes.")
     answer_scope: Literal["passages", "page"] = Field(
