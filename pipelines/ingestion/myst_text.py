@@ -5,7 +5,7 @@ MyST writes roles as "{func}`structlog.get_logger`" and directives as fences nam
 answer, an admonition becomes a code block whose prose no answer quotes, and a `toctree` or an `include` becomes a
 code block of file names. Here each reads as it does on the built page, with the reStructuredText reader's tables
 of directives (pipelines/ingestion/rst_text.py), so a project's Markdown and reStructuredText pages read alike:
-roles as their text, admonitions and version notes as a labelled paragraph, code directives as code blocks,
+roles as their text (code, or prose for a page, a reference or a term), admonitions and version notes as a labelled paragraph, code directives as code blocks,
 `eval-rst` through the reStructuredText reader, and what a reader never sees (toctree, include, images, doctest
 set-up, diagrams, comments, link targets) dropped. Plain Markdown without any of this passes unchanged.
 """
@@ -21,13 +21,14 @@ from pipelines.ingestion.rst_text import (
     UNSEEN,
     VERSION_NOTES,
     rst_to_markdown,
+    shown_role,
 )
 
 # A directive fence: "```{name} argument" or ":::{name} argument" (three or more, any indent).
 _DIRECTIVE = re.compile(r"^(\s*)(`{3,}|~{3,}|:{3,})\{([\w:-]+)\}\s*(.*?)\s*$")
 _FENCE = re.compile(r"^\s*(`{3,}|~{3,})")
-# A role: "{meth}`~Request.get`" reads "get", "{doc}`Title <page>`" reads "Title", "{class}`!Name`" reads "Name".
-_ROLE = re.compile(r"\{[\w:.-]+\}`([~!]?)([^`<]*?)\s*(?:<[^>]*>)?`")
+# A role: "{meth}`~Request.get`" reads "`get`", "{doc}`Title <page>`" reads "Title", "{class}`!Name`" reads "`Name`".
+_ROLE = re.compile(r"\{([\w:.-]+)\}`([~!]?)([^`<]*?)\s*(?:<[^>]*>)?`")
 # A page's label for cross-references, "(target)=", and a comment line, "% text": neither is shown.
 _TARGET = re.compile(r"^\s*\([\w:.-]+\)=\s*$")
 _COMMENT = re.compile(r"^\s*%")
@@ -49,7 +50,7 @@ def myst_to_markdown(text: str) -> str:
 
 
 def role_text(line: str) -> str:
-    return _ROLE.sub(lambda m: m[2].rsplit(".", 1)[-1] if m[1] == "~" else m[2], line)
+    return _ROLE.sub(lambda m: shown_role(m[1], m[2], m[3]), line)
 
 
 def _lines(lines: list[str]) -> list[str]:

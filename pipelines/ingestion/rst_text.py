@@ -31,12 +31,23 @@ VERSION_NOTES = {"versionadded": "Added in version", "version-added": "Added in 
 
 # A role: ":ref:`Title <target>`" reads "Title"; Sphinx shows ":meth:`~Request.get`" as its last part, "get",
 # and ":class:`!Name`" (a role that links nowhere) as "Name".
-_ROLE = re.compile(r":[\w:-]+:`([~!]?)([^`<]*?)\s*(?:<[^>]*>)?`")
+_ROLE = re.compile(r":((?:[\w-]+:)*[\w-]+):`([~!]?)([^`<]*?)\s*(?:<[^>]*>)?`")
+# Roles Sphinx shows as prose (a page's title, a glossary term, a PEP); every other role (an object of a domain,
+# an option, a file, a command) it shows as code, and so does the text here: as code `__version_info__` keeps its
+# underscores, which the Markdown reader would otherwise take for emphasis.
+PROSE_ROLES = frozenset({"doc", "ref", "term", "numref", "download", "abbr", "pep", "rfc", "guilabel", "menuselection",
+                         "sub-ref", "index", "emphasis", "strong", "title-reference", "math", "dfn"})  # fmt: skip
+
+
+def shown_role(name: str, mark: str, target: str) -> str:
+    """One role as Sphinx shows it: "~" keeps the target's last part; code unless a prose role."""
+    text = target.rsplit(".", 1)[-1] if mark == "~" else target
+    return text if name.rsplit(":", 1)[-1] in PROSE_ROLES or not text or "`" in text else f"`{text}`"
 
 
 def role_text(text: str) -> str:
-    """Roles as Sphinx shows them (`_ROLE`)."""
-    return _ROLE.sub(lambda m: m[2].rsplit(".", 1)[-1] if m[1] == "~" else m[2], text)
+    """Roles as Sphinx shows them (`_ROLE`, `shown_role`)."""
+    return _ROLE.sub(lambda m: shown_role(m[1], m[2], m[3]), text)
 
 
 def _inline(text: str) -> str:

@@ -137,7 +137,7 @@ Run this::
     assert clean.title == "Harbor"
     assert "# Harbor" in clean.text and "## Install" in clean.text
     assert "Intro with `inline code` and the guide." in clean.text
-    assert "Read days or Log.trim; Draft links nowhere." in clean.text  # as Sphinx shows `~` and `!` roles
+    assert "Read `days` or `Log.trim`; `Draft` links nowhere." in clean.text  # as Sphinx shows `~` and `!` roles
     assert "```\npip install harbor-cli\n```" in clean.text and "```toml\nretention_days = 14\n```" in clean.text
     assert "**Note:** Logs are kept for 14 days." in clean.text
 
