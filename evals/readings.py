@@ -14,6 +14,20 @@ once). Nothing is inferred for an unread answer.
 
     python -m evals.readings score ANSWERS.json READINGS.jsonl        (per half: correct, partial, wrong, unread)
     python -m evals.readings unread ANSWERS.json READINGS.jsonl --out TEMPLATE.jsonl   (lines to fill in)
+
+Two variants compared by a reading must be read blind: the reader must not know which variant wrote an answer.
+`blind` takes reports labelled `CORPUS.ARM=REPORT.json` (two arms of a corpus, any number of corpora) and the
+golden files, and writes the items to read: one per distinct answer of each `answer` question (two arms that wrote
+the same words share one item), each with the question, its golden facts and evidence, and an opaque item id; the
+questions shuffled, the answers of one question side by side in a shuffled order, split over `--readers` files
+so each question's answers go to one reader. The key (item id -> arm and question) goes to a file the reader is not
+given. A reader writes `verdict` and `note` into each line. `unblind` turns the filled-in items back into a reading
+file per arm (`CORPUS.ARM.jsonl`, the format above) and counts, on the questions whose arms' answers differ, each
+arm's verdicts (a declined answer counts as wrong) and how often the second arm read better or worse.
+
+    python -m evals.readings blind attrs.sentence=a.json attrs.extended=b.json --golden G.jsonl \
+        --out items.jsonl --key key.json --readers 2
+    python -m evals.readings unblind key.json items.1.jsonl items.2.jsonl --out-dir readings/
 """
 
 from __future__ import annotations
@@ -21,15 +35,18 @@ from __future__ import annotations
 import argparse
 import hashlib
 import json
+import random
+import secrets
 from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
 from pipelines.answering.citations import strip_markers
-from pipelines.golden_sets import half_of
+from pipelines.golden_sets import GoldenQuestion, half_of, load_golden
 
 VERDICTS = ("correct", "partial", "wrong")
+RANK = {"wrong": 0, "partial": 1, "correct": 2}
 
 
 class ReadingError(ValueError):
@@ -123,16 +140,159 @@ def unread_template(report: dict[str, Any], readings: dict[str, Reading]) -> lis
     ]
 
 
+def blind_items(
+    reports: dict[str, dict[str, Any]], golden: dict[str, GoldenQuestion], *, readers: int = 1, seed: int | None = None
+) -> tuple[list[list[dict[str, Any]]], dict[str, Any]]:
+    """The items each reader reads, and the key that unblinds them. `reports` maps `CORPUS.ARM` to a report."""
+    rng = random.Random(seed if seed is not None else secrets.randbits(64))
+    arms: dict[str, list[str]] = {}
+    for label in reports:
+        corpus, _, arm = label.rpartition(".")
+        if not corpus or not arm:
+            raise ReadingError(f"label {label!r} is not CORPUS.ARM")
+        arms.setdefault(corpus, []).append(label)
+    key: dict[str, Any] = {"arms": arms, "items": {}, "answers": {}}
+    questions: list[list[dict[str, Any]]] = []
+    for labels in arms.values():
+        by_id: dict[str, dict[str, dict[str, Any]]] = {}
+        for label in labels:
+            for q in reports[label]["questions"]:
+                if q.get("expected") == "answer":
+                    by_id.setdefault(q["id"], {})[label] = q
+        for qid, per_arm in sorted(by_id.items()):
+            key["answers"][qid] = {
+                label: (answer_digest(q["answer"]) if q.get("status") == "answered" else None)
+                for label, q in per_arm.items()
+            }
+            distinct: dict[str, list[str]] = {}
+            for label, q in per_arm.items():
+                if q.get("status") == "answered":
+                    distinct.setdefault(answer_digest(q["answer"]), []).append(label)
+            if not distinct:
+                continue
+            gold = golden.get(qid)
+            if gold is None:
+                raise ReadingError(f"{qid}: not in the golden files given")
+            items = []
+            for digest, holders in distinct.items():
+                item_id = secrets.token_hex(6)
+                key["items"][item_id] = {"id": qid, "answer_sha256": digest, "arms": holders}
+                answer = strip_markers(per_arm[holders[0]]["answer"])
+                items.append(
+                    {
+                        "item": item_id,
+                        "question": gold.question,
+                        "facts": gold.facts,
+                        "evidence": gold.evidence,
+                        "answer": answer,
+                        "verdict": None,
+                        "note": "",
+                    }
+                )
+            rng.shuffle(items)
+            questions.append(items)
+    rng.shuffle(questions)
+    files: list[list[dict[str, Any]]] = [[] for _ in range(max(1, readers))]
+    for n, items in enumerate(questions):
+        files[n % len(files)].extend(items)
+    return files, key
+
+
+def unblind(
+    key: dict[str, Any], verdicts: list[dict[str, Any]]
+) -> tuple[dict[str, list[dict[str, Any]]], dict[str, Any]]:
+    """Reading lines per arm label, and per corpus the tally over the questions whose arms' answers differ."""
+    seen: dict[str, dict[str, Any]] = {}
+    for row in verdicts:
+        entry = key["items"].get(row.get("item"))
+        if entry is None:
+            raise ReadingError(f"item {row.get('item')!r} is not in the key")
+        if row.get("verdict") not in VERDICTS:
+            raise ReadingError(
+                f"item {row['item']}: verdict {row.get('verdict')!r} is not one of {', '.join(VERDICTS)}"
+            )
+        seen[row["item"]] = {**entry, "verdict": row["verdict"], "note": row.get("note", "")}
+    missing = sorted(set(key["items"]) - set(seen))
+    if missing:
+        raise ReadingError(f"{len(missing)} items have no verdict, first {missing[0]}")
+    readings: dict[str, list[dict[str, Any]]] = {}
+    verdict_of: dict[tuple[str, str], str] = {}
+    for entry in seen.values():
+        for label in entry["arms"]:
+            line = {"id": entry["id"], "answer_sha256": entry["answer_sha256"], "verdict": entry["verdict"]}
+            readings.setdefault(label, []).append({**line, "note": entry["note"]})
+            verdict_of[(label, entry["id"])] = entry["verdict"]
+    tally: dict[str, Any] = {}
+    for corpus, labels in key["arms"].items():
+        if len(labels) != 2:
+            continue
+        first, second = labels  # in the order given to `blind`: the second is compared with the first
+        counts = {label: dict.fromkeys(VERDICTS, 0) for label in (first, second)}
+        better = worse = same = 0
+        for qid, digests in key["answers"].items():
+            if first not in digests or second not in digests or digests[first] == digests[second]:
+                continue
+            a = verdict_of.get((first, qid), "wrong")  # declined: no answer is a wrong one
+            b = verdict_of.get((second, qid), "wrong")
+            counts[first][a] += 1
+            counts[second][b] += 1
+            better += RANK[b] > RANK[a]
+            worse += RANK[b] < RANK[a]
+            same += RANK[b] == RANK[a]
+        tally[corpus] = {
+            "differing": better + worse + same,
+            **counts,
+            "second_better": better,
+            "second_worse": worse,
+            "same": same,
+        }
+    for lines in readings.values():
+        lines.sort(key=lambda line: line["id"])
+    return readings, tally
+
+
+def _jsonl(rows: list[dict[str, Any]]) -> str:
+    return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
+
+
+def _read_jsonl(path: Path) -> list[dict[str, Any]]:
+    rows = []
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if line.strip():
+            try:
+                rows.append(json.loads(line))
+            except json.JSONDecodeError as exc:
+                raise ReadingError(f"{path}:{number}: not JSON ({exc.msg})") from exc
+    return rows
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m evals.readings")
-    parser.add_argument("action", choices=["score", "unread"])
-    parser.add_argument("answers", help="a `ragline eval answers` report")
-    parser.add_argument("readings", help="a reading file (JSONL); may be missing for `unread`")
-    parser.add_argument("--out", help="unread: where to write the lines to fill in")
+    actions = parser.add_subparsers(dest="action", required=True)
+    for name in ("score", "unread"):
+        action = actions.add_parser(name)
+        action.add_argument("answers", help="a `ragline eval answers` report")
+        action.add_argument("readings", help="a reading file (JSONL); may be missing for `unread`")
+        action.add_argument("--out", help="unread: where to write the lines to fill in")
+    make = actions.add_parser("blind", help="items to read without knowing which arm wrote them")
+    make.add_argument("reports", nargs="+", help="CORPUS.ARM=REPORT.json, two arms per corpus, baseline first")
+    make.add_argument("--golden", nargs="+", required=True, help="the golden files the reports were run on")
+    make.add_argument("--out", required=True, help="items file; with --readers N, N files ITEMS.1.jsonl ...")
+    make.add_argument("--key", required=True, help="where to write the key (keep it from the readers)")
+    make.add_argument("--readers", type=int, default=1)
+    make.add_argument("--seed", type=int, help="shuffle seed (default: random)")
+    back = actions.add_parser("unblind", help="reading files per arm from the filled-in items")
+    back.add_argument("key")
+    back.add_argument("items", nargs="+", help="the filled-in items files")
+    back.add_argument("--out-dir", required=True)
     args = parser.parse_args(argv)
-    report = json.loads(Path(args.answers).read_text(encoding="utf-8"))
-    path = Path(args.readings)
     try:
+        if args.action == "blind":
+            return _blind(args)
+        if args.action == "unblind":
+            return _unblind(args)
+        report = json.loads(Path(args.answers).read_text(encoding="utf-8"))
+        path = Path(args.readings)
         readings = load_readings(path) if path.exists() or args.action == "score" else {}
     except (ReadingError, OSError) as exc:
         parser.error(str(exc))
@@ -140,12 +300,41 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(json.dumps(score(report, readings), indent=2))
         return 0
     lines = unread_template(report, readings)
-    text = "".join(json.dumps(line, ensure_ascii=False) + "\n" for line in lines)
     if args.out:
-        Path(args.out).write_text(text, encoding="utf-8")
+        Path(args.out).write_text(_jsonl(lines), encoding="utf-8")
         print(f"{len(lines)} answers to read: {args.out}")
     else:
-        print(text, end="")
+        print(_jsonl(lines), end="")
+    return 0
+
+
+def _blind(args: argparse.Namespace) -> int:
+    reports: dict[str, dict[str, Any]] = {}
+    for spec in args.reports:
+        label, sep, path = spec.partition("=")
+        if not sep:
+            raise ReadingError(f"{spec!r} is not CORPUS.ARM=REPORT.json")
+        reports[label] = json.loads(Path(path).read_text(encoding="utf-8"))
+    golden = {q.id: q for path in args.golden for q in load_golden(Path(path))}
+    files, key = blind_items(reports, golden, readers=args.readers, seed=args.seed)
+    out = Path(args.out)
+    names = [out] if len(files) == 1 else [out.with_suffix(f".{n}{out.suffix}") for n in range(1, len(files) + 1)]
+    for name, items in zip(names, files, strict=True):
+        name.write_text(_jsonl(items), encoding="utf-8")
+        print(f"{len(items)} items to read: {name}")
+    Path(args.key).write_text(json.dumps(key, indent=1), encoding="utf-8")
+    return 0
+
+
+def _unblind(args: argparse.Namespace) -> int:
+    key = json.loads(Path(args.key).read_text(encoding="utf-8"))
+    verdicts = [row for path in args.items for row in _read_jsonl(Path(path))]
+    readings, tally = unblind(key, verdicts)
+    out_dir = Path(args.out_dir)
+    out_dir.mkdir(parents=True, exist_ok=True)
+    for label, lines in readings.items():
+        (out_dir / f"{label}.jsonl").write_text(_jsonl(lines), encoding="utf-8")
+    print(json.dumps(tally, indent=2))
     return 0
 
 

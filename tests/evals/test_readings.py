@@ -8,7 +8,7 @@ from typing import Any
 
 import pytest
 
-from evals.readings import ReadingError, answer_digest, load_readings, main, score
+from evals.readings import ReadingError, answer_digest, load_readings, main, score, unblind
 from pipelines.golden_sets import half_of
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -92,3 +92,60 @@ def test_the_committed_readings_load_and_name_questions_of_their_golden_set(path
     ids = {json.loads(line)["id"] for line in GOLDEN[golden_set].read_text().splitlines() if line.strip()}
     readings = load_readings(path)
     assert readings and set(readings) <= ids
+
+
+def test_two_arms_read_blind_come_back_as_a_reading_per_arm_and_a_tally(tmp_path: Path) -> None:
+    golden = write(
+        tmp_path / "golden.jsonl",
+        [
+            {"id": f"q-{n}", "question": f"Question {n}?", "facts": [f"fact {n}"], "evidence": [f"evidence {n}"]}
+            for n in range(1, 5)
+        ],
+    )
+    base = report(("q-1", "answered", "Same [C:a-1]."), ("q-2", "answered", "Old."), ("q-3", "answered", "Bad."))
+    base["questions"].append({"id": "q-4", "half": half_of("q-4"), "expected": "answer", "status": "no_answer"})
+    variant = report(("q-1", "answered", "Same [C:b-9]."), ("q-2", "answered", "New."), ("q-3", "no_answer", ""))
+    variant["questions"].append(
+        {"id": "q-4", "half": half_of("q-4"), "expected": "answer", "status": "answered", "answer": "Found."}
+    )
+    paths = {}
+    for name, rep in (("base", base), ("variant", variant)):
+        paths[name] = tmp_path / f"{name}.json"
+        paths[name].write_text(json.dumps(rep))
+    items, key = tmp_path / "items.jsonl", tmp_path / "key.json"
+    argv = ["blind", f"set.base={paths['base']}", f"set.variant={paths['variant']}", "--golden", str(golden)]
+    assert main([*argv, "--out", str(items), "--key", str(key), "--readers", "2", "--seed", "7"]) == 0
+    files = [tmp_path / "items.1.jsonl", tmp_path / "items.2.jsonl"]
+    read = [[json.loads(line) for line in f.read_text().splitlines()] for f in files]
+    every = [item for rows in read for item in rows]
+    # One item per distinct answer: q-1's two arms wrote the same words; q-3 and q-4 were answered by one arm.
+    assert sorted(i["answer"] for i in every) == ["Bad.", "Found.", "New.", "Old.", "Same."]
+    assert all(set(i) == {"item", "question", "facts", "evidence", "answer", "verdict", "note"} for i in every)
+    assert "base" not in "".join(f.read_text() for f in files)  # nothing names an arm
+    q2 = [n for n, rows in enumerate(read) if any(i["question"] == "Question 2?" for i in rows)]
+    assert len(q2) == 1  # both answers of a question go to one reader
+    verdict = {"Same.": "correct", "Old.": "partial", "New.": "correct", "Bad.": "wrong", "Found.": "partial"}
+    for f, rows in zip(files, read, strict=True):
+        write(f, [{**i, "verdict": verdict[i["answer"]]} for i in rows])
+    out = tmp_path / "readings"
+    assert main(["unblind", str(key), *map(str, files), "--out-dir", str(out)]) == 0
+    base_score = score(base, load_readings(out / "set.base.jsonl"))["all"]
+    variant_score = score(variant, load_readings(out / "set.variant.jsonl"))["all"]
+    assert (base_score["correct"], base_score["partial"], base_score["wrong"], base_score["unread"]) == (1, 1, 1, [])
+    assert (variant_score["correct"], variant_score["partial"], variant_score["declined"]) == (2, 1, 1)
+    _, tally = unblind(json.loads(key.read_text()), [json.loads(x) for f in files for x in f.read_text().splitlines()])
+    # q-2 better (partial -> correct), q-3 same (wrong -> declined), q-4 better (declined -> partial); q-1 equal text.
+    assert tally["set"]["differing"] == 3
+    assert (tally["set"]["second_better"], tally["set"]["second_worse"], tally["set"]["same"]) == (2, 0, 1)
+    assert tally["set"]["set.variant"] == {"correct": 1, "partial": 1, "wrong": 1}
+
+
+def test_an_item_left_unread_is_refused(tmp_path: Path) -> None:
+    key = {
+        "arms": {"set": ["set.a", "set.b"]},
+        "items": {"x1": {"id": "q-1", "answer_sha256": "ab", "arms": ["set.a"]}},
+    }
+    with pytest.raises(ReadingError, match="1 items have no verdict"):
+        unblind(key, [])
+    with pytest.raises(ReadingError, match="verdict None"):
+        unblind(key, [{"item": "x1", "verdict": None}])
