@@ -317,6 +317,11 @@ class Settings(BaseSettings):
         "vocabulary",
         description="Coverage check: no answer when the corpus never mentions a name or most words of the question.",
     )
+    breadth: Literal["common_word", "off"] = Field(
+        "off",
+        description="Breadth check: `common_word` asks back (`clarify`) when the question's one content word, not "
+        "a name, is on at least 0.31 of the index's pages (docs/decisions/vagueness.md).",
+    )
     crag: Literal["graded", "off"] = Field("graded", description="CRAG variant: grade retrieval and act, or not.")
     crag_lower: float = Field(0.55, description="CRAG: top dense cosine below this rewrites the query.")
     crag_upper: float = Field(0.70, description="CRAG: top dense cosine at or above this generates directly.")

@@ -28,6 +28,7 @@ VARIANT_NODES: tuple[str, ...] = (
     "language_route",
     "rerank",
     "coverage",
+    "breadth",
     "crag",
     "generator",
     "llm_answer",

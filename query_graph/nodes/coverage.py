@@ -1,7 +1,8 @@
 """Coverage node: does the corpus mention what the question is about (pipelines/answering/coverage.py)?
 
 A question naming something no chunk contains, or most of whose words appear nowhere in the index,
-gets `no_answer` with the terms that were missing, whatever the dense scores say.
+gets `no_answer` with the terms that were missing, whatever the dense scores say. And breadth
+(pipelines/answering/breadth.py): a question whose one subject word is on most pages gets `clarify`.
 """
 
 from __future__ import annotations
@@ -11,6 +12,7 @@ from collections import OrderedDict
 
 from hamilton.function_modifiers import config
 
+from pipelines.answering.breadth import Breadth, assess_breadth
 from pipelines.answering.coverage import Coverage, assess
 from pipelines.retrieval.retriever import RetrievalPlan
 from pipelines.text.analysis import Analyzer, SparseVector, analyzer, term_index
@@ -80,3 +82,52 @@ _KNOWN = _TermMemo(200_000)
 @config.when(coverage="off")
 def question_coverage__off() -> Coverage:
     return Coverage(True, None)
+
+
+@config.when(breadth="common_word")
+def question_breadth__common_word(
+    question: str, guardrail_language: LanguageGuess, retrieval_plan: RetrievalPlan
+) -> Breadth:
+    """The share of pages holding the question's one content term, in the question's own lane (the first)."""
+    plan = retrieval_plan
+    lane = plan.lanes[0]
+    analyze = analyzer(plan.bm25_analyzer)
+
+    def terms_of(word: str) -> list[str]:
+        return analyze(word, lane.analysis_language)
+
+    def pages_holding(term: str) -> tuple[int, int]:
+        return _pages_holding(plan, lane.language, term)
+
+    return assess_breadth(question, guardrail_language.language, terms_of, pages_holding)
+
+
+@config.when(breadth="off")
+def question_breadth__off() -> Breadth:
+    return Breadth(False)
+
+
+def _pages_holding(plan: RetrievalPlan, language: str | None, term: str) -> tuple[int, int]:
+    """(pages holding the term, pages) in the caller's view of the index, in one lane's language; the view's
+    counts remembered per index version (the first question costs a scroll of the lane's chunks)."""
+    view = (plan.index_version, plan.vector_index.access_key, plan.strategy, language)
+    with _PAGES_LOCK:
+        pages = _PAGES.get(view)
+    if pages is None:
+        chunks = plan.vector_index.scroll_chunks(plan.strategy, language)
+        pages = (len({c.document_id for c in chunks}), len(chunks))
+        with _PAGES_LOCK:
+            _PAGES[view] = pages
+            while len(_PAGES) > 64:
+                _PAGES.pop(next(iter(_PAGES)))
+    total_pages, total_chunks = pages
+    if not total_pages:
+        return 0, 0
+    probe = SparseVector([term_index(term)], [1.0])
+    hits = plan.vector_index.sparse_search(probe, max(1, total_chunks), plan.strategy, language)
+    return len({h.chunk.document_id for h in hits}), total_pages
+
+
+# (index version, access key, strategy, language) -> (pages, chunks) of that view of the index.
+_PAGES: dict[tuple[str, str, str | None, str | None], tuple[int, int]] = {}
+_PAGES_LOCK = threading.Lock()

@@ -14,6 +14,7 @@ import structlog
 from hamilton.function_modifiers import config
 
 from pipelines.adapters.llm_harness import GenerationUnavailable, LLMHarness
+from pipelines.answering.breadth import Breadth
 from pipelines.answering.coverage import Coverage
 from pipelines.answering.crag import Bands, action, knowledge_strips, rewrite_query
 from pipelines.ports import VectorIndex
@@ -112,13 +113,15 @@ def context_candidates(
     question: str,
     crag_outcome: CragOutcome,
     question_coverage: Coverage,
+    question_breadth: Breadth,
     vector_index: VectorIndex,
     neighbours: bool,
     answer_words: Analyzer,
 ) -> list[Candidate]:
-    """What the generator sees: none after `no_answer` or when the corpus does not cover the question;
-    neighbours added; strips when refining (words read as the extractive answer reads them)."""
-    if crag_outcome.action == "no_answer" or not question_coverage.covered:
+    """What the generator sees: none after `no_answer`, when the corpus does not cover the question or when
+    the question is asked back (too broad); neighbours added; strips when refining (words read as the
+    extractive answer reads them)."""
+    if crag_outcome.action == "no_answer" or not question_coverage.covered or question_breadth.broad:
         return []
     context = crag_outcome.candidates
     if neighbours:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from pipelines.answering.breadth import Breadth
+from pipelines.answering.breadth import clarifying_question as breadth_question
 from pipelines.answering.citations import strip_markers
 from pipelines.answering.coverage import Coverage
 from pipelines.answering.extractive import question_terms
@@ -52,6 +54,7 @@ def reply(
     context_candidates: list[Candidate],
     crag_outcome: CragOutcome,
     question_coverage: Coverage,
+    question_breadth: Breadth,
     retrieval_lanes: tuple[Lane, ...],
     answer_words: Analyzer,
 ) -> dict[str, Any]:
@@ -73,7 +76,9 @@ def reply(
         }
         for cid in cited
     ]
-    if draft_answer.kind == "clarify":
+    if question_breadth.broad:
+        status, answer = "clarify", breadth_question(question_breadth)
+    elif draft_answer.kind == "clarify":
         status, answer = "clarify", draft_answer.text
     elif verified_answer.sentences:
         status, answer = "answered", verified_answer.text
@@ -94,6 +99,7 @@ def reply(
         "crag": crag_outcome.trace,
         "lanes": [lane.as_dict() for lane in retrieval_lanes],
         "coverage": question_coverage.as_reply(),
+        "breadth": question_breadth.as_reply(),
         "verification": {
             **verified_answer.report,
             "attached_citations": draft_answer.attached,

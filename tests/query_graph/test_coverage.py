@@ -38,3 +38,21 @@ def test_coverage_off_leaves_the_decision_to_crag_and_the_generator(harbor: Harb
     reply = harbor.service().answer("How do I run harbor sync from a Jenkins pipeline?", variants={"coverage": "off"})
     assert reply["coverage"]["covered"] is True and reply["variants"]["coverage"] == "off"
     assert reply["status"] == "answered" and "harbor sync" in reply["answer"]
+
+
+def test_breadth_asks_back_when_the_one_subject_word_is_on_most_pages(harbor: Harbor) -> None:
+    service = harbor.service(breadth="common_word")
+    reply = service.answer("harbor?")  # on every page of the three
+    assert reply["status"] == "clarify" and reply["citations"] == []
+    assert reply["breadth"] == {"broad": True, "word": "harbor", "page_share": 1.0} and "“harbor”" in reply["answer"]
+    assert "question_breadth" in reply["timings_ms"]
+    named = service.answer("What happens when Harbor is down?")  # the same word written as a name: a subject
+    assert named["status"] != "clarify" and named["breadth"]["broad"] is False
+    rare = service.answer("retention?")  # on two pages of three: a large share, but too few pages to be broad
+    assert rare["status"] == "answered" and rare["breadth"] == {
+        "broad": False,
+        "word": "retention",
+        "page_share": 0.667,
+    }
+    off = harbor.service(breadth="off").answer("harbor?")
+    assert off["status"] != "clarify" and off["breadth"]["broad"] is False

@@ -1,0 +1,66 @@
+"""Breadth: does the question's only subject word merely say what the documents are about?
+
+The vagueness rule (pipelines/guardrails/vagueness.py) asks back when a question names no subject at all. A question
+that keeps one content word passes it: "validators?" on a validation library's docs, or "nothing gets logged" on a
+logging library's. Such a word is on most pages, so it says what the documents are about, not what the asker wants;
+an answer would quote whichever sentence about it ranks first. When the question's one content term (as the index's
+analyzer writes it) is on at least `min_share` of the index's pages (and on 3 pages at least) and is not written as a name (a name, however
+common, is a subject: "What happens when Redis is down?"), the reply is `clarify`, naming the word.
+The threshold and its evidence: docs/decisions/vagueness.md.
+"""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+
+from pipelines.answering.coverage import name_tokens
+from pipelines.guardrails.vagueness import content_words
+
+# Scripts written without spaces: a "word" there is a run of characters, not a subject.
+_NO_SPACES = re.compile(r"[\u3040-\u30ff\u3400-\u4dbf\u4e00-\u9fff\uac00-\ud7af\u0e00-\u0e7f]")
+MIN_PAGE_SHARE = 0.31
+MIN_PAGES = 3  # in a tiny index every word is on a large share of its pages: a word on one or two points at them
+
+
+@dataclass(frozen=True)
+class Breadth:
+    broad: bool
+    word: str | None = None  # the one content word, as the question writes it
+    page_share: float | None = None  # the share of the index's pages holding it
+
+    def as_reply(self) -> dict[str, object]:
+        return {"broad": self.broad, "word": self.word, "page_share": self.page_share}
+
+
+def assess_breadth(
+    question: str,
+    language: str | None,
+    terms_of: Callable[[str], list[str]],
+    pages_holding: Callable[[str], tuple[int, int]],
+    min_share: float = MIN_PAGE_SHARE,
+) -> Breadth:
+    """`terms_of(word)`: the word as the index's analyzer writes it; `pages_holding(term)`: (pages holding that
+    term, pages in all). Only a question left with exactly one content term is judged."""
+    if _NO_SPACES.search(question):
+        return Breadth(False)
+    words = content_words(question)
+    terms = list(dict.fromkeys(t for w in words for t in terms_of(w)))
+    if len(terms) != 1:
+        return Breadth(False)
+    names = {n.lower() for n in name_tokens(question, language)}
+    word = next(w for w in words if terms_of(w))
+    if any(w.lower() in names for w in words):
+        return Breadth(False, word)
+    holding, pages = pages_holding(terms[0])
+    share = round(holding / pages, 3) if pages else 0.0
+    return Breadth(share >= min_share and holding >= MIN_PAGES, word, share)
+
+
+def clarifying_question(breadth: Breadth) -> str:
+    """The question asked back: the word is what most of the documents are about."""
+    return (
+        f"Most of these documents are about “{breadth.word}”. What do you want to do or know about it, and what "
+        "happened when you tried (a setting, a command, an error message)?"
+    )
