@@ -1,11 +1,11 @@
 """Breadth: does the question's only subject word merely say what the documents are about?
 
 The vagueness rule (pipelines/guardrails/vagueness.py) asks back when a question names no subject at all. A question
-that keeps one content word passes it: "validators?" on a validation library's docs, or "nothing gets logged" on a
-logging library's. Such a word is on most pages, so it says what the documents are about, not what the asker wants;
+that keeps one content word passes it: "widgets?" on a widget toolkit's docs, or "nothing gets drawn" on a drawing
+library's. Such a word is on most pages, so it says what the documents are about, not what the asker wants;
 an answer would quote whichever sentence about it ranks first. When the question's one content term (as the index's
 analyzer writes it) is on at least `min_share` of the index's pages (and on 3 pages at least) and is not written as a name (a name, however
-common, is a subject: "What happens when Redis is down?"), the reply is `clarify`, naming the word.
+common, is a subject: "Can I use it with Memcached?"), the reply is `clarify`, naming the word.
 The threshold and its evidence: docs/decisions/vagueness.md.
 """
 
@@ -61,6 +61,6 @@ def assess_breadth(
 def clarifying_question(breadth: Breadth) -> str:
     """The question asked back: the word is what most of the documents are about."""
     return (
-        f"Most of these documents are about “{breadth.word}”. What do you want to do or know about it, and what "
-        "happened when you tried (a setting, a command, an error message)?"
+        f"“{breadth.word}” comes up on many pages of these documents. What do you want to know or do about it? "
+        "Tell me what you tried and what happened (a setting, a command, an error message)."
     )

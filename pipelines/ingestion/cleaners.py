@@ -38,6 +38,11 @@ _HEADING = re.compile(r"^(#{1,6})\s+(.*?)\s*$")
 _SHORTCODE = re.compile(r"\{\{[<%]\s*(/?)([\w-]+)(.*?)\s*[%>]\}\}")
 _ALERT = re.compile(r"^>\s*\[!(\w+)\]\s*(.*)$")
 _LINES = re.compile(r"ln\[([\d:,\s]+)\]")
+# Footnotes (Python-Markdown, MkDocs, MyST, GitLab): a reference `word[^label]` is a superscript number on the page,
+# and a definition `[^label]: text` its note at the page's foot. The reader sees the note's text, not its label.
+_FOOTNOTE_DEFINITION = re.compile(r"^(\s*)\[\^[^\]\s]+\]:[ \t]*")
+_FOOTNOTE_REFERENCE = re.compile(r"[ \t]?\[\^[^\]\s]+\](?!:)")
+_CODE_SPAN = re.compile(r"(`+).+?\1")
 _LANGUAGES = {".py": "python", ".js": "javascript", ".ts": "typescript", ".html": "html", ".toml": "toml",
               ".yaml": "yaml", ".yml": "yaml", ".json": "json", ".sh": "bash", ".md": "markdown"}  # fmt: skip
 
@@ -167,6 +172,8 @@ def clean_markdown(text: str, document_id: str = "", root: Path | None = None) -
         if short is not None:
             lines.append(short)
             continue
+        if "[^" in line:
+            line = _without_footnote_marks(line)
         if _TABLE_DELIMITER.match(stripped):
             # `|-----...-----|` padded to the widest row: every dash is a token to the embedder's
             # tokenizer, so a wide table's header alone could fill a chunk. Markdown needs three.
@@ -178,6 +185,18 @@ def clean_markdown(text: str, document_id: str = "", root: Path | None = None) -
         lines.append(line.rstrip())
     clean = re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip() + "\n"
     return clean, title
+
+
+def _without_footnote_marks(line: str) -> str:
+    """The line without footnote labels: a definition keeps its note's text, a reference goes; code spans kept."""
+    line = _FOOTNOTE_DEFINITION.sub(r"\1", line)
+    out, last = [], 0
+    for span in _CODE_SPAN.finditer(line):
+        out.append(_FOOTNOTE_REFERENCE.sub("", line[last : span.start()]))
+        out.append(span.group(0))
+        last = span.end()
+    out.append(_FOOTNOTE_REFERENCE.sub("", line[last:]))
+    return "".join(out)
 
 
 def _first_heading(text: str) -> str:

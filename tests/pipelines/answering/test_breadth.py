@@ -21,12 +21,12 @@ def test_one_common_word_is_asked_back_naming_it() -> None:
     found = judge("widgets?")
     assert found.broad and found.word == "widgets" and found.page_share == 0.8
     assert "“widgets”" in clarifying_question(found)
-    assert judge("nothing gets logged").broad  # 12 of 20 pages: 0.6
+    assert judge("nothing gets logged").broad  # "log": 12 of 20 pages, 0.6
 
 
 def test_a_rare_word_a_name_or_two_subjects_are_not() -> None:
     assert not judge("rotate?").broad  # 2 of 20 pages
-    named = judge("What happens when Redis is down?")  # 8 of 20 pages, but written as a name
+    named = judge("Can I use it with Redis?")  # 8 of 20 pages, but written as a name
     assert not named.broad and named.word == "redis" and named.page_share is None
     assert not judge("How do I rotate a widget?").broad  # two content words: a subject
     assert not judge("widget_count?").broad  # an identifier: its whole form and its parts

@@ -262,3 +262,15 @@ Run it like this::
         in text
     )
     assert introduced(text)["This is not supported:"] == "```\nsys.stdin = io.StringIO()\n```"
+
+
+def test_footnotes_read_as_the_page_shows_them() -> None:
+    text = (
+        "# Slots\n\nThey use less memory on CPython[^pypy] and start faster [^2], see `[^1]` for the syntax.\n\n"
+        "```\n[^1]: a definition shown as code\n```\n\n[^pypy]: On PyPy, there is no memory advantage.\n"
+    )
+    clean, _ = clean_markdown(text)
+    assert "They use less memory on CPython and start faster, see `[^1]` for the syntax." in clean
+    assert "\nOn PyPy, there is no memory advantage.\n" in clean  # the note's text, without its label
+    assert "[^1]: a definition shown as code" in clean  # code is left as written
+    assert "[^pypy]" not in clean and "[^2]" not in clean
