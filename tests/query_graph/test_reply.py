@@ -9,6 +9,7 @@ from dataclasses import replace
 from typing import Any
 
 from pipelines.adapters.embedders import load_embedder
+from pipelines.answering.breadth import Breadth
 from pipelines.answering.coverage import Coverage
 from pipelines.documents import Chunk, Document
 from pipelines.ingestion.chunkers import chunk_document
@@ -57,7 +58,9 @@ def answer(question: str, chunks: list[Chunk], min_score: float = 0.15) -> dict[
     checker = sentence_checker__lexical(candidates, 0.5, "remove")
     verified = verified_answer(validated_answer(draft, candidates), checker)
     crag = CragOutcome("generate", candidates, {"action": "generate"})
-    return reply(question, verified, draft, candidates, crag, Coverage(True, None), (), answer_words__snowball())
+    return reply(
+        question, verified, draft, candidates, crag, Coverage(True, None), Breadth(False), (), answer_words__snowball()
+    )
 
 
 def entry(out: dict[str, Any], chunk: Chunk) -> dict[str, Any]:
