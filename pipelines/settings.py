@@ -318,7 +318,7 @@ class Settings(BaseSettings):
         description="Coverage check: no answer when the corpus never mentions a name or most words of the question.",
     )
     breadth: Literal["common_word", "off"] = Field(
-        "common_word",
+        "off",
         description="Breadth check: `common_word` asks back (`clarify`) when the question's one content word, not "
         "a name, is on at least 0.31 of the index's pages (docs/decisions/vagueness.md).",
     )
