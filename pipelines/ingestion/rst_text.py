@@ -53,8 +53,10 @@ def role_text(text: str) -> str:
 def _inline(text: str) -> str:
     text = re.sub(r"``(.+?)``", r"`\1`", text)
     text = role_text(text)
-    text = re.sub(r"`([^`<]+?)\s*<([^>]+)>`_{1,2}", r"[\1](\2)", text)  # `text <url>`_ -> [text](url)
-    return re.sub(r"`([^`]+)`_{1,2}", r"\1", text)
+    # As in reStructuredText, a reference's text starts and ends with a non-space: the space between two code
+    # spans ("`attr` module has an `__version_info__`") is no reference.
+    text = re.sub(r"`(?!\s)([^`<]+?)\s*<([^>]+)>`_{1,2}", r"[\1](\2)", text)  # `text <url>`_ -> [text](url)
+    return re.sub(r"`(?!\s)([^`]+)(?<!\s)`_{1,2}", r"\1", text)
 
 
 def rst_to_markdown(text: str) -> tuple[str, str]:

@@ -274,3 +274,13 @@ def test_footnotes_read_as_the_page_shows_them() -> None:
     assert "\nOn PyPy, there is no memory advantage.\n" in clean  # the note's text, without its label
     assert "[^1]: a definition shown as code" in clean  # code is left as written
     assert "[^pypy]" not in clean and "[^2]" not in clean
+
+
+def test_two_restructuredtext_literals_keep_their_code_spans_beside_a_reference() -> None:
+    text = clean_document(
+        page(
+            "api.rst",
+            "Title\n=====\n\nThe ``attr`` module has an ``__version_info__`` attribute; see `the guide <https://x.org>`_.\n",
+        )
+    ).text
+    assert "The `attr` module has an `__version_info__` attribute; see [the guide](https://x.org)." in text
