@@ -37,7 +37,7 @@ import hashlib
 import json
 import random
 import secrets
-from collections.abc import Sequence
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -61,6 +61,16 @@ class Reading:
     note: str = ""
 
 
+def _json_lines(path: Path) -> Iterator[tuple[str, dict[str, Any]]]:
+    """Each non-blank line of a JSONL file with where it is (`path:line`); a line that is not JSON is refused."""
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if line.strip():
+            try:
+                yield f"{path}:{number}", json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise ReadingError(f"{path}:{number}: not JSON ({exc.msg})") from exc
+
+
 def answer_digest(answer: str) -> str:
     """The SHA-256 of what the reader read: the answer without its `[C:...]` markers."""
     return hashlib.sha256(strip_markers(answer).encode("utf-8")).hexdigest()
@@ -68,14 +78,7 @@ def answer_digest(answer: str) -> str:
 
 def load_readings(path: Path) -> dict[str, Reading]:
     readings: dict[str, Reading] = {}
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if not line.strip():
-            continue
-        where = f"{path}:{number}"
-        try:
-            row = json.loads(line)
-        except json.JSONDecodeError as exc:
-            raise ReadingError(f"{where}: not JSON ({exc.msg})") from exc
+    for where, row in _json_lines(path):
         missing = [k for k in ("id", "answer_sha256", "verdict") if not row.get(k)]
         if missing:
             raise ReadingError(f"{where}: missing {', '.join(missing)}")
@@ -160,14 +163,15 @@ def blind_items(
                 if q.get("expected") == "answer":
                     by_id.setdefault(q["id"], {})[label] = q
         for qid, per_arm in sorted(by_id.items()):
-            key["answers"][qid] = {
+            digests = {
                 label: (answer_digest(q["answer"]) if q.get("status") == "answered" else None)
                 for label, q in per_arm.items()
             }
+            key["answers"][qid] = digests
             distinct: dict[str, list[str]] = {}
-            for label, q in per_arm.items():
-                if q.get("status") == "answered":
-                    distinct.setdefault(answer_digest(q["answer"]), []).append(label)
+            for label, digest in digests.items():
+                if digest is not None:
+                    distinct.setdefault(digest, []).append(label)
             if not distinct:
                 continue
             gold = golden.get(qid)
@@ -255,17 +259,6 @@ def _jsonl(rows: list[dict[str, Any]]) -> str:
     return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
 
 
-def _read_jsonl(path: Path) -> list[dict[str, Any]]:
-    rows = []
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
-        if line.strip():
-            try:
-                rows.append(json.loads(line))
-            except json.JSONDecodeError as exc:
-                raise ReadingError(f"{path}:{number}: not JSON ({exc.msg})") from exc
-    return rows
-
-
 def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="python -m evals.readings")
     actions = parser.add_subparsers(dest="action", required=True)
@@ -328,7 +321,7 @@ def _blind(args: argparse.Namespace) -> int:
 
 def _unblind(args: argparse.Namespace) -> int:
     key = json.loads(Path(args.key).read_text(encoding="utf-8"))
-    verdicts = [row for path in args.items for row in _read_jsonl(Path(path))]
+    verdicts = [row for path in args.items for _, row in _json_lines(Path(path))]
     readings, tally = unblind(key, verdicts)
     out_dir = Path(args.out_dir)
     out_dir.mkdir(parents=True, exist_ok=True)

@@ -14,6 +14,7 @@ from hamilton.function_modifiers import config
 
 from pipelines.answering.breadth import Breadth, assess_breadth
 from pipelines.answering.coverage import Coverage, assess
+from pipelines.caching.built_once import BuiltOnce
 from pipelines.retrieval.retriever import RetrievalPlan
 from pipelines.text.analysis import Analyzer, SparseVector, analyzer, term_index
 from pipelines.text.language import LanguageGuess
@@ -108,26 +109,26 @@ def question_breadth__off() -> Breadth:
 
 
 def _pages_holding(plan: RetrievalPlan, language: str | None, term: str) -> tuple[int, int]:
-    """(pages holding the term, pages) in the caller's view of the index, in one lane's language; the view's
-    counts remembered per index version (the first question costs a scroll of the lane's chunks)."""
+    """(pages holding the term, pages) in the caller's view of the index, in one lane's language; both remembered
+    per index version (the view's first question costs a scroll of the lane's chunks)."""
     view = (plan.index_version, plan.vector_index.access_key, plan.strategy, language)
-    with _PAGES_LOCK:
-        pages = _PAGES.get(view)
-    if pages is None:
-        chunks = plan.vector_index.scroll_chunks(plan.strategy, language)
-        pages = (len({c.document_id for c in chunks}), len(chunks))
-        with _PAGES_LOCK:
-            _PAGES[view] = pages
-            while len(_PAGES) > 64:
-                _PAGES.pop(next(iter(_PAGES)))
-    total_pages, total_chunks = pages
+    total_pages, total_chunks = _VIEW_PAGES.get(view, lambda: _view_pages(plan, language))
     if not total_pages:
         return 0, 0
+    return _TERM_PAGES.get((*view, term), lambda: _term_pages(plan, language, term, total_chunks)), total_pages
+
+
+def _view_pages(plan: RetrievalPlan, language: str | None) -> tuple[int, int]:
+    chunks = plan.vector_index.scroll_chunks(plan.strategy, language)
+    return len({c.document_id for c in chunks}), len(chunks)
+
+
+def _term_pages(plan: RetrievalPlan, language: str | None, term: str, total_chunks: int) -> int:
     probe = SparseVector([term_index(term)], [1.0])
     hits = plan.vector_index.sparse_search(probe, max(1, total_chunks), plan.strategy, language)
-    return len({h.chunk.document_id for h in hits}), total_pages
+    return len({h.chunk.document_id for h in hits})
 
 
-# (index version, access key, strategy, language) -> (pages, chunks) of that view of the index.
-_PAGES: dict[tuple[str, str, str | None, str | None], tuple[int, int]] = {}
-_PAGES_LOCK = threading.Lock()
+# (index version, access key, strategy, language) -> (pages, chunks) of that view; with a term: pages holding it.
+_VIEW_PAGES: BuiltOnce[tuple[str, str, str | None, str | None], tuple[int, int]] = BuiltOnce(64)
+_TERM_PAGES: BuiltOnce[tuple[str, str, str | None, str | None, str], int] = BuiltOnce(4096)
