@@ -188,7 +188,7 @@ class Settings(BaseSettings):
         ),
     )
     answer_span: Literal["sentence", "paragraph", "continued", "extended"] = Field(
-        "sentence",
+        "extended",
         description=(
             "What an extractive answer quotes of its best sentence: the sentence (`sentence`), or the sentence and "
             "those after it in its paragraph or list item, within `answer_sentences` (`paragraph`) or at most two "
@@ -409,6 +409,13 @@ class Settings(BaseSettings):
     )
     language_min_confidence: float = Field(
         0.5, description="Least language-id confidence for the language gate to act on a question."
+    )
+    language_index_words: float = Field(
+        0.75,
+        ge=0.0,
+        le=1.0,
+        description="A typed question the language detector places outside the index's languages is read in the "
+        "index's language when at least this share of its words are in the index (0: never).",
     )
     clarify_vague: bool = Field(
         True, description="Answer a vague question (no subject named) with `clarify` and a question."

@@ -235,6 +235,7 @@ class FrontHalf:
             "index_languages": list(version.languages),
             "language_gate": s.language_gate,
             "language_min_confidence": s.language_min_confidence,
+            "language_index_words": s.language_index_words,
             "clarify_vague": s.clarify_vague,
             "calibration_version": self.calibration_version,
             "topic_setup": TopicSetup(centroid, s.topic_floor),

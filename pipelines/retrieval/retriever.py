@@ -17,14 +17,14 @@ does for a question it answers: the smoke check before activation retrieves thro
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 
 import numpy as np
 
 from pipelines.adapters.registry import IndexVersion
 from pipelines.documents import Chunk, chunk_key, make_chunk_id
-from pipelines.guardrails.screen import GuardrailPolicy, question_language, screen
+from pipelines.guardrails.screen import GuardrailPolicy, question_language, read_in_index_language, screen
 from pipelines.ports import Embedder, Ranked, StoreUnavailable, VectorIndex
 from pipelines.retrieval.bm25 import MemoryBM25, MemoryBM25Cache
 from pipelines.retrieval.bridge_hop import asks_two, second_hop
@@ -32,6 +32,7 @@ from pipelines.retrieval.feedback import Feedback
 from pipelines.retrieval.language_lanes import Lane, fuse_lanes, lanes
 from pipelines.retrieval.rerank import CrossEncoderReranker
 from pipelines.retrieval.translations import Originals, OriginalsCache
+from pipelines.retrieval.vocabulary import index_holds
 from pipelines.settings import Settings
 from pipelines.text import analysis
 from pipelines.text.asks import split_asks
@@ -446,13 +447,24 @@ def neighbours_of(candidates: list[Candidate], vector_index: VectorIndex) -> lis
     return out
 
 
-def question_lanes(question: str, settings: Settings, index_languages: Sequence[str]) -> tuple[Lane, ...]:
+def question_lanes(
+    question: str, settings: Settings, index_languages: Sequence[str], holds: Callable[[str, str], bool]
+) -> tuple[Lane, ...]:
     """The lanes a typed question is searched in: the language the guardrails judge it in (the query
-    graph's `guardrail_verdict`), routed by the settings (`language_route`, `source_language`,
-    `language_filter`) over the index version's languages (the graph's `retrieval_lanes`)."""
+    graph's `guardrail_language` and `guardrail_verdict`; `holds(language, word)`: does the index hold the
+    word), routed by the settings (`language_route`, `source_language`, `language_filter`) over the index
+    version's languages (the graph's `retrieval_lanes`)."""
     s = settings
     policy = GuardrailPolicy(s.max_question_chars, tuple(index_languages), s.language_gate, s.language_min_confidence)
-    language = screen(question, policy, question_language(question, None, s.language_min_confidence)).language
+    guess = read_in_index_language(
+        question,
+        question_language(question, None, s.language_min_confidence),
+        index_languages,
+        s.language_min_confidence,
+        s.language_index_words,
+        holds,
+    )
+    language = screen(question, policy, guess).language
     return lanes(s.language_route, language, index_languages, s.source_language, s.language_filter)
 
 
@@ -507,6 +519,10 @@ class ServedRetrieval:
     bm25_memory: MemoryBM25Cache = field(default_factory=MemoryBM25Cache)
     originals: OriginalsCache = field(default_factory=OriginalsCache)
 
+    def _holds(self, language: str, word: str) -> bool:
+        analyze = analysis.analyzer(self.version.chunk_settings.get("bm25_analyzer", "plain"))
+        return index_holds(self.index, self.version.version, self.strategy, language, language, analyze, word)
+
     def plan(self, question: str) -> RetrievalPlan:
         s = self.settings
         return build_plan(
@@ -524,7 +540,7 @@ class ServedRetrieval:
             rrf_k=s.rrf_k,
             rerank_depth=s.rerank_depth,
             fusion_weights=s.fusion_weights,
-            retrieval_lanes=question_lanes(question, s, self.version.languages),
+            retrieval_lanes=question_lanes(question, s, self.version.languages, self._holds),
             originals_cache=self.originals,
             bm25_feedback=s.bm25_feedback,
             bridge_hop=s.bridge_hop,

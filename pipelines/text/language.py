@@ -6,7 +6,7 @@ import re
 from dataclasses import dataclass
 from typing import Literal
 
-LanguageSource = Literal["text", "speech", "request"]
+LanguageSource = Literal["text", "speech", "request", "index_words"]
 
 _CODE = re.compile(r"```.*?```|`[^`]*`|https?://\S+|\S*[_/\\=(){}\[\]<>]\S*|--?\w[\w-]*", re.S)
 _LETTERS = re.compile(r"[^\W\d_]", re.UNICODE)
@@ -121,6 +121,14 @@ class LanguageGuess:
     def overrides_text(self) -> bool:
         """The question goes on with another language than its words alone would give it."""
         return self.source != "text" and self.language != self.text_language
+
+
+_WORD = re.compile(r"[^\W\d_]{2,}", re.UNICODE)
+
+
+def prose_words(question: str) -> list[str]:
+    """The question's words of two letters or more, lowercased, without its code, flags, paths or identifiers."""
+    return [w.lower() for w in _WORD.findall(_CODE.sub(" ", question))]
 
 
 def detect_question_language(question: str) -> LanguageGuess:

@@ -7,16 +7,14 @@ gets `no_answer` with the terms that were missing, whatever the dense scores say
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
-
 from hamilton.function_modifiers import config
 
 from pipelines.answering.breadth import Breadth, assess_breadth
 from pipelines.answering.coverage import Coverage, assess
 from pipelines.caching.built_once import BuiltOnce
 from pipelines.retrieval.retriever import RetrievalPlan
-from pipelines.text.analysis import Analyzer, SparseVector, analyzer, term_index
+from pipelines.retrieval.vocabulary import index_holds
+from pipelines.text.analysis import SparseVector, analyzer, term_index
 from pipelines.text.language import LanguageGuess
 
 
@@ -32,52 +30,20 @@ def question_coverage__vocabulary(
     analyze = analyzer(plan.bm25_analyzer)
 
     def contains(term: str) -> bool:
-        return any(_lane_holds(plan, lane.language, lane.analysis_language, analyze, term) for lane in plan.lanes)
+        return any(
+            index_holds(
+                plan.vector_index,
+                plan.index_version,
+                plan.strategy,
+                lane.language,
+                lane.analysis_language,
+                analyze,
+                term,
+            )
+            for lane in plan.lanes
+        )
 
     return assess(question, guardrail_language.language, contains)
-
-
-def _lane_holds(
-    plan: RetrievalPlan, language: str | None, analysis_language: str | None, analyze: Analyzer, term: str
-) -> bool:
-    # Per caller's access groups: a term only a restricted page holds is unknown to a caller outside its groups.
-    key = (plan.index_version, plan.vector_index.access_key, plan.strategy, language, analysis_language, term)
-    known = _KNOWN.get(key)
-    if known is None:
-        # The term as the index's analyzer wrote it in this language (a stem, a bigram, or the whole identifier).
-        forms = analyze(term, analysis_language)
-        probe = SparseVector([term_index(forms[0] if forms else term)], [1.0])
-        known = bool(plan.vector_index.sparse_search(probe, 1, plan.strategy, language))
-        _KNOWN.put(key, known)
-    return known
-
-
-# (index version, access key, strategy, lane language, analysis language, term); a version without a name is None.
-_TermKey = tuple[str, str, str | None, str | None, str | None, str]
-
-
-class _TermMemo:
-    """Whether an index version holds a term never changes: remember it (bounded, least recent out)."""
-
-    def __init__(self, size: int) -> None:
-        self._items: OrderedDict[_TermKey, bool] = OrderedDict()
-        self._size, self._lock = size, threading.Lock()
-
-    def get(self, key: _TermKey) -> bool | None:
-        with self._lock:
-            if key in self._items:
-                self._items.move_to_end(key)
-                return self._items[key]
-            return None
-
-    def put(self, key: _TermKey, value: bool) -> None:
-        with self._lock:
-            self._items[key] = value
-            while len(self._items) > self._size:
-                self._items.popitem(last=False)
-
-
-_KNOWN = _TermMemo(200_000)
 
 
 @config.when(coverage="off")

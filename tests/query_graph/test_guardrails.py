@@ -77,3 +77,18 @@ def test_vague_question_gets_a_question_back(
 def test_clarify_can_be_switched_off(make_service: ServiceFactory) -> None:  # noqa: F811
     reply = make_service(clarify_vague=False).answer("How do I make it faster?")
     assert reply["status"] in ("answered", "no_answer") and "dense_hits" in reply["timings_ms"]
+
+
+def test_a_short_question_in_the_documents_words_is_read_in_their_language(
+    make_service: ServiceFactory,  # noqa: F811
+) -> None:
+    # The lite language model calls these three words French (0.66); every one of them is in the index.
+    question = "harbor max cli"
+    reply = make_service().answer(question)
+    assert reply["status"] != "refused", reply["answer"]
+    assert reply["guardrail"]["decision"] == "allowed" and reply["guardrail"]["language"] == "en"
+    assert reply["guardrail"]["language_source"] == "index_words"
+    assert "dense_hits" in reply["timings_ms"]
+    refused = make_service(language_index_words=0.0).answer(question)
+    assert refused["status"] == "refused" and refused["guardrail"]["rule"] == "language.unsupported"
+    assert refused["guardrail"]["language"] == "fr"

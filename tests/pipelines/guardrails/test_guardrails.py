@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pipelines.guardrails.prompt_injection import decoded_forms, find_injection
-from pipelines.guardrails.screen import GuardrailPolicy, screen
+from pipelines.guardrails.screen import GuardrailPolicy, read_in_index_language, screen
 from pipelines.guardrails.unsafe_content import unsafe_category
 from pipelines.guardrails.vagueness import clarifying_question, judge
 from pipelines.text.language import LanguageGuess, detect_question_language
@@ -106,6 +106,37 @@ def test_language_gate_refuses_routes_or_ignores() -> None:
     assert screen(german, GuardrailPolicy(2000, ("en", "de")), guess).allowed
     # A low-confidence guess never refuses.
     assert screen(german, POLICY, LanguageGuess("de", 0.3)).allowed
+
+
+def test_a_question_of_the_documents_words_is_read_in_their_language() -> None:
+    english = {"dump", "to", "json", "string", "how", "do", "validate", "nested", "schema"}
+
+    def holds(language: str, word: str) -> bool:
+        return language == "en" and word in english
+
+    short = "dump to json string"
+    guess = detect_question_language(short)
+    assert guess.language not in (None, "en") and guess.confidence >= 0.5  # the lite model misreads it
+    read = read_in_index_language(short, guess, ("en",), 0.5, 0.75, holds)
+    assert (read.language, read.source, read.text_language, read.confidence) == (
+        "en",
+        "index_words",
+        guess.language,
+        1.0,
+    )
+    assert screen(short, POLICY, read).allowed and not screen(short, POLICY, guess).allowed
+    # A question in another language keeps its language and is refused, even when it names the docs' words.
+    german = "Wie kann ich ein nested Schema validieren?"
+    de = detect_question_language(german)
+    assert de.language == "de"
+    assert read_in_index_language(german, de, ("en",), 0.5, 0.75, holds) == de
+    # Off, a low-confidence guess, an index language, or a stated language: unchanged.
+    assert read_in_index_language(short, guess, ("en",), 0.5, 0.0, holds) == guess
+    low = LanguageGuess("cs", 0.3)
+    assert read_in_index_language(short, low, ("en",), 0.5, 0.75, holds) == low
+    assert read_in_index_language(short, guess, ("en", guess.language), 0.5, 0.75, holds) == guess
+    stated = LanguageGuess("cs", 1.0, "request")
+    assert read_in_index_language(short, stated, ("en",), 0.5, 0.75, holds) == stated
 
 
 def test_language_of_short_and_cjk_questions() -> None:
