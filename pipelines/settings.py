@@ -420,6 +420,11 @@ class Settings(BaseSettings):
     clarify_vague: bool = Field(
         True, description="Answer a vague question (no subject named) with `clarify` and a question."
     )
+    clarify_complaints: bool = Field(
+        False,
+        description="With `clarify_vague`, also ask back a complaint that names one thing and no detail "
+        '("prompt not working").',
+    )
     semantic_cache: bool = Field(True, description="Use the semantic cache (needs a threshold, calibrated or set).")
     semantic_cache_store: Literal["edge", "postgres"] = Field(
         "edge",

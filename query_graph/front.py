@@ -237,6 +237,7 @@ class FrontHalf:
             "language_min_confidence": s.language_min_confidence,
             "language_index_words": s.language_index_words,
             "clarify_vague": s.clarify_vague,
+            "clarify_complaints": s.clarify_complaints,
             "calibration_version": self.calibration_version,
             "topic_setup": TopicSetup(centroid, s.topic_floor),
             "semantic_setup": self.semantic_setup(version.version),

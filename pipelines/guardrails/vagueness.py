@@ -42,11 +42,18 @@ _CJK_GENERIC = re.compile(
 )
 
 
+# A complaint: something is wrong, broken or does not work (not a question about errors as a topic).
+_COMPLAINT = re.compile(
+    r"\b(?:broken|wrong|weird|fail|fails|failing|failed|crash\w*|bug|bugs|problem|problems|issue|issues)\b|"
+    r"\b(?:not|never|stopped)\s+(?:\w+\s+)?work\w*|n't\b|\bdoes not\b|\bis not\b|\bcannot\b"
+)
+
+
 @dataclass(frozen=True)
 class Vagueness:
     vague: bool
     content_words: tuple[str, ...]
-    reason: str  # "no_subject", "problem_without_subject", "empty" or "specific"
+    reason: str  # "no_subject", "problem_without_subject", "problem_without_detail", "empty" or "specific"
 
 
 def content_words(question: str) -> tuple[str, ...]:
@@ -74,21 +81,34 @@ _PROBLEM = re.compile(
 )
 
 
-def judge(question: str) -> Vagueness:
+def judge(question: str, complaints: bool = False) -> Vagueness:
+    """`complaints`: a complaint that names one thing and nothing else ("prompt not working", "why is the
+    output wrong?") is vague too: no command, setting, identifier or error message says what went wrong."""
     text = question.strip()
     if not text:
         return Vagueness(True, (), "empty")
     cjk = _CJK.findall(_CJK_GENERIC.sub("", text))
     words = content_words(_CJK.sub(" ", text))
+    if complaints and len(words) == 1 and not cjk and _complaint_without_detail(text, words[0]):
+        return Vagueness(True, words, "problem_without_detail")
     if words or len(cjk) >= 4:
         return Vagueness(False, words, "specific")
     reason = "problem_without_subject" if _PROBLEM.search(text.lower()) else "no_subject"
     return Vagueness(True, words, reason)
 
 
+def _complaint_without_detail(text: str, word: str) -> bool:
+    return not _IDENTIFIER.search(word) and bool(_COMPLAINT.search(text.lower().replace("’", "'")))
+
+
 def clarifying_question(vagueness: Vagueness, example_topics: list[str] | None = None) -> str:
     """The question asked back; names a few topics the documents cover when they are known."""
-    if vagueness.reason == "problem_without_subject":
+    if vagueness.reason == "problem_without_detail":
+        ask = (
+            f"What goes wrong with “{vagueness.content_words[0]}”? Tell me what you ran or configured, what you "
+            "expected, and what happened instead (the exact error message helps)."
+        )
+    elif vagueness.reason == "problem_without_subject":
         ask = (
             "Which part is not working? Tell me what you ran or configured, what you expected, and what happened "
             "instead (the exact error message helps)."

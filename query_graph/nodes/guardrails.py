@@ -61,8 +61,11 @@ def guardrail_verdict(
     return screen(question, policy, guardrail_language)
 
 
-def vagueness(question: str, guardrail_verdict: Verdict, clarify_vague: bool) -> Vagueness:
-    """Whether the question names a subject at all (only judged for allowed questions, when enabled)."""
+def vagueness(
+    question: str, guardrail_verdict: Verdict, clarify_vague: bool, clarify_complaints: bool = False
+) -> Vagueness:
+    """Whether the question names a subject at all, or (`clarify_complaints`) only complains about one thing
+    (only judged for allowed questions, when enabled)."""
     if not clarify_vague or not guardrail_verdict.allowed:
         return Vagueness(False, (), "not_judged")
-    return judge(question)
+    return judge(question, clarify_complaints)

@@ -167,3 +167,25 @@ def test_clarifying_question_fits_the_kind_of_vagueness() -> None:
     assert problem.reason == "problem_without_subject" and "error message" in clarifying_question(problem)
     subject = judge("How do I make it faster?")
     assert subject.reason == "no_subject" and clarifying_question(subject).endswith("?")
+
+
+@pytest.mark.parametrize(
+    ("question", "vague"),
+    [
+        ("prompt not working", True),
+        ("why is the output wrong?", True),
+        ("the server won't start", True),
+        ("How does routing work?", False),  # how something works is no complaint
+        ("How are validation errors reported?", False),  # errors as a topic: two content words anyway
+        ("error handling?", False),  # "error" is no complaint word
+        ("prompt not working with hide_input=True", False),  # a detail: the identifier
+        ("the dev server won't reload templates", False),  # more than one thing named
+    ],
+)
+def test_a_complaint_about_one_thing_is_vague_when_asked_to_be(question: str, vague: bool) -> None:
+    judged = judge(question, complaints=True)
+    assert judged.vague is vague, judged
+    if vague:
+        assert judged.reason == "problem_without_detail"
+        assert judged.content_words[0] in clarifying_question(judged)
+    assert not judge(question).vague  # off: every one of them names a subject
