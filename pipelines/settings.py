@@ -421,7 +421,7 @@ class Settings(BaseSettings):
         True, description="Answer a vague question (no subject named) with `clarify` and a question."
     )
     clarify_complaints: bool = Field(
-        False,
+        True,
         description="With `clarify_vague`, also ask back a complaint that names one thing and no detail "
         '("prompt not working").',
     )

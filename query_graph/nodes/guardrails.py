@@ -62,7 +62,7 @@ def guardrail_verdict(
 
 
 def vagueness(
-    question: str, guardrail_verdict: Verdict, clarify_vague: bool, clarify_complaints: bool = False
+    question: str, guardrail_verdict: Verdict, clarify_vague: bool, clarify_complaints: bool = True
 ) -> Vagueness:
     """Whether the question names a subject at all, or (`clarify_complaints`) only complains about one thing
     (only judged for allowed questions, when enabled)."""
