@@ -32,7 +32,7 @@ from pipelines.retrieval.feedback import Feedback
 from pipelines.retrieval.language_lanes import Lane, fuse_lanes, lanes
 from pipelines.retrieval.rerank import CrossEncoderReranker
 from pipelines.retrieval.translations import Originals, OriginalsCache
-from pipelines.retrieval.vocabulary import index_holds
+from pipelines.retrieval.vocabulary import language_words
 from pipelines.settings import Settings
 from pipelines.text import analysis
 from pipelines.text.asks import split_asks
@@ -519,12 +519,10 @@ class ServedRetrieval:
     bm25_memory: MemoryBM25Cache = field(default_factory=MemoryBM25Cache)
     originals: OriginalsCache = field(default_factory=OriginalsCache)
 
-    def _holds(self, language: str, word: str) -> bool:
-        analyze = analysis.analyzer(self.version.chunk_settings.get("bm25_analyzer", "plain"))
-        return index_holds(self.index, self.version.version, self.strategy, language, language, analyze, word)
-
     def plan(self, question: str) -> RetrievalPlan:
         s = self.settings
+        bm25_analyzer = self.version.chunk_settings.get("bm25_analyzer", "plain")
+        holds = language_words(self.index, self.version.version, self.strategy, bm25_analyzer)
         return build_plan(
             retrieval=s.retrieval,
             bm25_engine=s.bm25_engine,
@@ -540,12 +538,12 @@ class ServedRetrieval:
             rrf_k=s.rrf_k,
             rerank_depth=s.rerank_depth,
             fusion_weights=s.fusion_weights,
-            retrieval_lanes=question_lanes(question, s, self.version.languages, self._holds),
+            retrieval_lanes=question_lanes(question, s, self.version.languages, holds),
             originals_cache=self.originals,
             bm25_feedback=s.bm25_feedback,
             bridge_hop=s.bridge_hop,
             distinct_passages=s.distinct_passages,
-            bm25_analyzer=self.version.chunk_settings.get("bm25_analyzer", "plain"),
+            bm25_analyzer=bm25_analyzer,
             sub_queries=s.sub_queries,
             passages_per_page=s.passages_per_page,
             bm25_feedback_docs=s.bm25_feedback_docs,

@@ -8,9 +8,10 @@ from __future__ import annotations
 
 import threading
 from collections import OrderedDict
+from collections.abc import Callable
 
 from pipelines.ports import VectorIndex
-from pipelines.text.analysis import Analyzer, SparseVector, term_index
+from pipelines.text.analysis import Analyzer, SparseVector, analyzer, term_index
 
 # (index version, access key, strategy, lane language, analysis language, term); a version without a name is None.
 _TermKey = tuple[str, str, str | None, str | None, str | None, str]
@@ -60,3 +61,16 @@ def index_holds(
         known = bool(index.sparse_search(probe, 1, strategy, language))
         _KNOWN.put(key, known)
     return known
+
+
+def language_words(
+    index: VectorIndex, index_version: str, strategy: str | None, bm25_analyzer: str
+) -> Callable[[str, str], bool]:
+    """`holds(language, word)`: whether the index holds the word among its chunks of that language, analysed as
+    that language (the language gate's question: are these the documents' own words?)."""
+    analyze = analyzer(bm25_analyzer)
+
+    def holds(language: str, word: str) -> bool:
+        return index_holds(index, index_version, strategy, language, language, analyze, word)
+
+    return holds

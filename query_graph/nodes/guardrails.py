@@ -17,8 +17,7 @@ from pipelines.guardrails.screen import (
 )
 from pipelines.guardrails.vagueness import Vagueness, judge
 from pipelines.ports import VectorIndex
-from pipelines.retrieval.vocabulary import index_holds
-from pipelines.text.analysis import analyzer
+from pipelines.retrieval.vocabulary import language_words
 
 
 def guardrail_language(
@@ -37,11 +36,7 @@ def guardrail_language(
     a typed question detected outside the index's languages whose words are mostly the index's own is read
     in the index's language (`language_index_words`; a single-term lookup per word, remembered)."""
     guess = question_language(question, spoken_language, language_min_confidence)
-    analyze = analyzer(bm25_analyzer)
-
-    def holds(language: str, word: str) -> bool:
-        return index_holds(vector_index, index_version, strategy, language, language, analyze, word)
-
+    holds = language_words(vector_index, index_version, strategy, bm25_analyzer)
     return read_in_index_language(
         question, guess, index_languages, language_min_confidence, language_index_words, holds
     )
