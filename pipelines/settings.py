@@ -196,6 +196,14 @@ class Settings(BaseSettings):
             "higher (`extended`; as `sentence` without a ranker)."
         ),
     )
+    answer_pool: Literal["narrow", "wide"] = Field(
+        "narrow",
+        description=(
+            "Which sentences the sentence ranker orders: the best 12 by coverage among those covering at least "
+            "`min_answer_score` of the question (`narrow`), or, once one does, the best 20 among those covering at "
+            "least 0.05 (`wide`)."
+        ),
+    )
     min_answer_score: float = Field(
         0.15, description="Least share of the question's content words a cited sentence must cover to be used."
     )

@@ -35,6 +35,7 @@ VARIANT_NODES: tuple[str, ...] = (
     "sentence_ranker",
     "answer_scope",
     "answer_span",
+    "answer_pool",
     "answer_gate",
     "answer_analyzer",
     "verify",

@@ -96,6 +96,10 @@ RANKED_MARGIN = 5.0  # a kept sentence scores within this many logits of the ran
 # What an answer quotes of its best sentence (`answer_span`): the sentence, or the rest of its paragraph too.
 SPANS = ("sentence", "paragraph", "continued", "extended")
 CONTINUED = 2  # `continued`: most sentences of the best one's paragraph added to the chosen ones
+# What a ranker reads (`answer_pool`): the best this many by coverage, among those covering at least this share of
+# the question (`None`: the answer's own minimum). `wide` reads further once some sentence reaches the minimum, so
+# "nothing covers the question" is unchanged.
+POOLS: dict[str, tuple[int, float | None]] = {"narrow": (RANKED_POOL, None), "wide": (20, 0.05)}
 
 # How sentences and questions become terms by default (the `answer_analyzer` variants are in query_graph):
 # plain words as written, as before the variant existed.
@@ -228,6 +232,7 @@ def extract_answer(
     language: str | None = None,
     scope: str = "passages",
     span: str = "sentence",
+    pool: str = "narrow",
 ) -> tuple[str, list[ScoredSentence]]:
     """The cited answer and the sentences it used; an empty answer when nothing covers the question.
     The chunks' own sentences come first; their neighbours' only when no own sentence qualifies.
@@ -240,21 +245,28 @@ def extract_answer(
     follow it in its paragraph or list item (`continued`), within the same `max_sentences`; `continued` keeps every
     chosen sentence and adds at most `CONTINUED` of those that follow the best one; `extended` keeps every chosen
     sentence and adds those that follow the best one while the ranker scores the longer span higher (`extended`;
-    without a ranker, as `sentence`)."""
+    without a ranker, as `sentence`).
+    `pool`: which qualifying sentences a ranker reads (`POOLS`): `narrow`, the best `RANKED_POOL` by coverage among
+    those reaching `min_score`; `wide`, once one reaches it, the best 20 among those covering at least 0.05."""
+    if pool not in POOLS:
+        raise ValueError(f"unknown answer pool {pool!r}; known: {', '.join(POOLS)}")
+    pool_size, pool_floor = POOLS[pool] if ranker else (RANKED_POOL, None)
     chunks = chunks[:passages]
     own_only = True
 
-    def score(text: str, own: bool) -> list[ScoredSentence]:
+    def score(text: str, own: bool, floor: float | None = None) -> list[ScoredSentence]:
         found = score_sentences(text, chunks, own_only=own, words=words, language=language)
+        if floor is not None and any(s.score >= min_score for s in found):
+            return [s for s in found if s.score >= floor]
         return [s for s in found if s.score >= min_score]
 
-    scored = once(score(question, True))  # a sentence a page writes twice is said once
+    scored = once(score(question, True, pool_floor))  # a sentence a page writes twice is said once
     if not scored and any(c.context_text is not None for c in chunks):
         own_only = False
-        scored = once(score(question, False))
+        scored = once(score(question, False, pool_floor))
     if scope == "page":
-        scored = one_page(scored, chunks, ranked(question, scored, ranker, 1) if ranker else scored)
-    best = ranked(question, scored, ranker, max_sentences) if ranker else covering(scored, max_sentences)
+        scored = one_page(scored, chunks, ranked(question, scored, ranker, 1, pool_size) if ranker else scored)
+    best = ranked(question, scored, ranker, max_sentences, pool_size) if ranker else covering(scored, max_sentences)
     if not best:
         return "", []
     if ranker is None and each_ask:
@@ -395,9 +407,12 @@ def covering(scored: list[ScoredSentence], count: int) -> list[ScoredSentence]:
     return [s for s in best if s.score >= best[0].score * 0.6]
 
 
-def ranked(question: str, scored: list[ScoredSentence], ranker: SentenceRanker, count: int) -> list[ScoredSentence]:
-    """The best `count` of the pool by the ranker's score, within `RANKED_MARGIN` of its best."""
-    pool = sorted(scored, key=lambda s: -s.score)[:RANKED_POOL]
+def ranked(
+    question: str, scored: list[ScoredSentence], ranker: SentenceRanker, count: int, size: int = RANKED_POOL
+) -> list[ScoredSentence]:
+    """The best `count` of the pool (the best `size` by coverage) by the ranker's score, within `RANKED_MARGIN` of
+    its best."""
+    pool = sorted(scored, key=lambda s: -s.score)[:size]
     if not pool:
         return []
     scores = list(ranker(question, [s.text for s in pool]))

@@ -6,6 +6,7 @@ packaged embedding model's tokenizer, neighbour context from `chunk_document(...
 
 from __future__ import annotations
 
+from collections.abc import Sequence
 from dataclasses import replace
 
 from evals.answers import quoted_in, statements
@@ -514,3 +515,42 @@ MIXED = """# About Harbor
 The dashboard listens on port 7420 by default. Build logs are kept for 14 days. The project was started in 2019 by
 a team in Berlin.
 """
+
+
+UPLOADS = """# Uploads
+
+Uploads are written to the media folder of the project before any handler reads them. A request whose body passes
+the upload limit is refused with status 413 before it is read. The upload limit is 10 MB unless RAGLINE_MAX_UPLOAD
+changes it. Uploaded files are scanned for viruses when the scanner is enabled. The media folder is cleaned every
+night. Thumbnails are made for images only. Each upload is logged with its size and its owner.
+"""
+
+
+def test_pool_wide_lets_the_ranker_read_a_sentence_sharing_few_of_the_question_words() -> None:
+    chunk = page_chunks(0, UPLOADS)[0]
+    words = analyzer("snowball")
+    cross_encoder = CrossEncoderReranker("ms-marco-MiniLM-L-12-v2-int8").scores
+    read: list[str] = []
+
+    def ranker(question: str, texts: Sequence[str]) -> Sequence[float]:
+        read.extend(texts)  # the real model's scores; which sentences it was given is what the test reads
+        return cross_encoder(question, texts)
+
+    question = "How big can a file be when uploading it to the media folder?"
+    coverage = {s.text: s.score for s in score_sentences(question, [chunk], words=words)}
+    limit = next(text for text in coverage if "10 MB" in text)
+    assert 0.05 <= coverage[limit] < 0.15 <= max(coverage.values())  # the value's sentence does not qualify alone
+    narrow, _ = extract_answer(question, [chunk], words=words, ranker=ranker, pool="narrow")
+    assert limit not in read and "10 MB" not in narrow
+    read.clear()
+    wide, used = extract_answer(question, [chunk], words=words, ranker=ranker, pool="wide")
+    assert limit in read and "10 MB" in wide
+    assert_released_quoted_and_supported(wide, chunk)
+    # Nothing reaching the minimum is still no answer, however wide the pool.
+    assert extract_answer("Which colours can a theme use?", [chunk], words=words, ranker=ranker, pool="wide") == ("", [])
+    try:
+        extract_answer(question, [chunk], words=words, ranker=ranker, pool="everything")
+    except ValueError as error:
+        assert "narrow, wide" in str(error)
+    else:
+        raise AssertionError("an unknown pool was accepted")
