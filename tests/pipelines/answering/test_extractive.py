@@ -543,7 +543,7 @@ def test_pool_wide_lets_the_ranker_read_a_sentence_sharing_few_of_the_question_w
     narrow, _ = extract_answer(question, [chunk], words=words, ranker=ranker, pool="narrow")
     assert limit not in read and "10 MB" not in narrow
     read.clear()
-    wide, used = extract_answer(question, [chunk], words=words, ranker=ranker, pool="wide")
+    wide, _ = extract_answer(question, [chunk], words=words, ranker=ranker, pool="wide")
     assert limit in read and "10 MB" in wide
     assert_released_quoted_and_supported(wide, chunk)
     # Nothing reaching the minimum is still no answer, however wide the pool.
