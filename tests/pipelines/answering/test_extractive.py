@@ -547,7 +547,10 @@ def test_pool_wide_lets_the_ranker_read_a_sentence_sharing_few_of_the_question_w
     assert limit in read and "10 MB" in wide
     assert_released_quoted_and_supported(wide, chunk)
     # Nothing reaching the minimum is still no answer, however wide the pool.
-    assert extract_answer("Which colours can a theme use?", [chunk], words=words, ranker=ranker, pool="wide") == ("", [])
+    assert extract_answer("Which colours can a theme use?", [chunk], words=words, ranker=ranker, pool="wide") == (
+        "",
+        [],
+    )
     try:
         extract_answer(question, [chunk], words=words, ranker=ranker, pool="everything")
     except ValueError as error:
