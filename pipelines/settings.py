@@ -204,6 +204,13 @@ class Settings(BaseSettings):
             "least 0.05 (`wide`)."
         ),
     )
+    answer_antecedent: Literal["on", "off"] = Field(
+        "off",
+        description=(
+            'Whether a quoted sentence that opens by pointing back ("If this limit is exceeded ...", "In that case '
+            '...") brings the sentence before it in its paragraph or list item, so it is read with what it refers to.'
+        ),
+    )
     min_answer_score: float = Field(
         0.15, description="Least share of the question's content words a cited sentence must cover to be used."
     )

@@ -36,6 +36,7 @@ VARIANT_NODES: tuple[str, ...] = (
     "answer_scope",
     "answer_span",
     "answer_pool",
+    "answer_antecedent",
     "answer_gate",
     "answer_analyzer",
     "verify",

@@ -54,9 +54,10 @@ its answers are unchanged.
 from __future__ import annotations
 
 import math
+import re
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 
 from pipelines.answering.citations import join_sentences, split_sentences
 from pipelines.answering.passage_units import COLONS, block_parts, introduced, paragraph_units, prose_units
@@ -96,6 +97,15 @@ RANKED_MARGIN = 5.0  # a kept sentence scores within this many logits of the ran
 # What an answer quotes of its best sentence (`answer_span`): the sentence, or the rest of its paragraph too.
 SPANS = ("sentence", "paragraph", "continued", "extended")
 CONTINUED = 2  # `continued`: most sentences of the best one's paragraph added to the chosen ones
+# A sentence that opens by pointing back at the one before it ("If this limit is exceeded ...", "In that case ...",
+# "They are not deprecated ..."): a closed list of English pronouns, demonstratives and connectives, optionally after
+# a preposition or "if". Quoted alone, such a sentence names nothing (`with_antecedents`).
+BACK_REFERENCE = re.compile(
+    r"^(?:(?:if|when|unless|because of|for|with|in|on|at|by|after|before|to)\s+)?"
+    r"(?:this|that|these|those|such|they|their|its|it|them|the former|the latter|otherwise|instead|however|also|"
+    r"additionally|therefore|thus|then|if so|if not|in this case|in that case|here)\b",
+    re.IGNORECASE,
+)
 # What a ranker reads (`answer_pool`): the best this many by coverage, among those covering at least this share of
 # the question (`None`: the answer's own minimum). `wide` reads further once some sentence reaches the minimum, so
 # "nothing covers the question" is unchanged.
@@ -233,6 +243,7 @@ def extract_answer(
     scope: str = "passages",
     span: str = "sentence",
     pool: str = "narrow",
+    antecedent: bool = False,
 ) -> tuple[str, list[ScoredSentence]]:
     """The cited answer and the sentences it used; an empty answer when nothing covers the question.
     The chunks' own sentences come first; their neighbours' only when no own sentence qualifies.
@@ -247,7 +258,8 @@ def extract_answer(
     sentence and adds those that follow the best one while the ranker scores the longer span higher (`extended`;
     without a ranker, as `sentence`).
     `pool`: which qualifying sentences a ranker reads (`POOLS`): `narrow`, the best `RANKED_POOL` by coverage among
-    those reaching `min_score`; `wide`, once one reaches it, the best 20 among those covering at least 0.05."""
+    those reaching `min_score`; `wide`, once one reaches it, the best 20 among those covering at least 0.05.
+    `antecedent`: a chosen sentence that opens by pointing back brings the sentence before it (`with_antecedents`)."""
     if pool not in POOLS:
         raise ValueError(f"unknown answer pool {pool!r}; known: {', '.join(POOLS)}")
     pool_size, pool_floor = POOLS[pool] if ranker else (RANKED_POOL, None)
@@ -279,6 +291,8 @@ def extract_answer(
         best = extended(question, best, chunks, ranker) if ranker else best
     elif span != "sentence":
         raise ValueError(f"unknown answer span {span!r}; known: {', '.join(SPANS)}")
+    if antecedent:
+        best = with_antecedents(best, chunks)
     ordered = sorted(best, key=lambda s: (s.rank, s.position))
     return answer_text(ordered, chunks), ordered
 
@@ -376,6 +390,33 @@ def extended(
         for offset, text in enumerate(following[:taken], start=1)
     ]
     return picks + [s for s in best[1:] if all(p.text != s.text for p in picks)]
+
+
+def with_antecedents(best: list[ScoredSentence], chunks: Sequence[Chunk]) -> list[ScoredSentence]:
+    """`best`, each sentence that opens by pointing back (`BACK_REFERENCE`: "If this limit is exceeded ...", "In that
+    case ...") preceded by the sentence before it in its paragraph or list item, unless that one is quoted already.
+    One sentence back, never a chain; a sentence that opens its paragraph stays as it is (what came before is another
+    paragraph, or a heading). English words: a sentence in another language never matches."""
+    quoted = {s.text for s in best}
+    picks: list[ScoredSentence] = []
+    for sentence in best:
+        before = _preceding(sentence, chunks) if BACK_REFERENCE.match(sentence.text) else None
+        if before is not None and before not in quoted:
+            quoted.add(before)
+            picks.append(replace(sentence, text=before, position=sentence.position - 1))
+        picks.append(sentence)
+    return picks
+
+
+def _preceding(sentence: ScoredSentence, chunks: Sequence[Chunk]) -> str | None:
+    """The sentence before `sentence` in its paragraph or list item; None when it opens it."""
+    start = 0
+    for paragraph in paragraph_units(chunks[sentence.rank - 1].generation_text):
+        if start <= sentence.position < start + len(paragraph):
+            at = sentence.position - start
+            return paragraph[at - 1] if at > 0 and paragraph[at] == sentence.text else None
+        start += len(paragraph)
+    return None
 
 
 def _following(top: ScoredSentence, chunks: Sequence[Chunk]) -> list[str]:

@@ -557,3 +557,34 @@ def test_pool_wide_lets_the_ranker_read_a_sentence_sharing_few_of_the_question_w
         assert "narrow, wide" in str(error)
     else:
         raise AssertionError("an unknown pool was accepted")
+
+
+LIMIT = """# Forms
+
+Form fields that are not files are read into memory, up to `MAX_FORM_MEMORY_SIZE` bytes in all. If this limit is
+exceeded, the request is refused with status 413 before the view runs. Files are streamed to disk instead.
+
+Uploaded files keep their names. They are stored in the upload folder until the request ends.
+"""
+
+
+def test_antecedent_brings_the_sentence_a_quoted_sentence_points_back_to() -> None:
+    chunk = page_chunks(0, LIMIT)[0]
+    words = analyzer("snowball")
+    question = "What status does the client get when a form is refused for exceeding the limit?"
+    alone, chosen = extract_answer(question, [chunk], words=words, max_sentences=1)
+    assert alone.startswith("If this limit is exceeded")
+    answer, used = extract_answer(question, [chunk], words=words, max_sentences=1, antecedent=True)
+    # The sentence before it in its paragraph, in the page's order, cited like the rest.
+    assert [s.position for s in used] == [chosen[0].position - 1, chosen[0].position]
+    assert answer.startswith("Form fields that are not files") and "MAX_FORM_MEMORY_SIZE" in answer
+    assert_released_quoted_and_supported(answer, chunk)
+    # A sentence that does not point back, or opens its paragraph, stays alone.
+    question = "Where are uploaded files stored until the request ends?"
+    plain = extract_answer(question, [chunk], words=words, max_sentences=1)
+    assert plain[0].startswith("They are stored") or plain[0].startswith("Uploaded files keep")
+    kept = extract_answer(question, [chunk], words=words, max_sentences=2, antecedent=True)
+    assert len([t for t in kept[1] if t.text.startswith("Uploaded files keep")]) == 1  # never quoted twice
+    first = extract_answer("Which fields are read into memory?", [chunk], words=words, max_sentences=1)
+    assert extract_answer("Which fields are read into memory?", [chunk], words=words, max_sentences=1,
+                          antecedent=True) == first  # fmt: skip
