@@ -250,10 +250,10 @@ class Settings(BaseSettings):
         "qdrant", description="BM25 engine: Qdrant sparse vectors with IDF, or rank-bm25 in memory."
     )
     fusion: Literal["rrf", "weighted_rrf", "dbsf", "convex", "convex_heads"] = Field(
-        "convex",
+        "convex_heads",
         description=(
-            "How hybrid retrieval fuses its lists; convex_heads: convex, with each list's first two hits first "
-            "(pipelines/retrieval/fusion.py)."
+            "How hybrid retrieval fuses its lists; convex_heads (the default): convex, with each list's first two "
+            "hits first (pipelines/retrieval/fusion.py; docs/decisions/fusion.md)."
         ),
     )
     fusion_weights: list[float] = Field(

@@ -20,7 +20,7 @@ HARBOR_QUESTIONS = (
     "What does harbor sync do?",
 )
 SETTINGS: list[dict[str, Any]] = [
-    {},  # the defaults: convex fusion, distinct passages, no BM25 feedback, no bridge hop
+    {},  # the defaults: convex_heads fusion, distinct passages, no BM25 feedback, no bridge hop
     {"fusion": "rrf", "bm25_feedback": "on", "bridge_hop": "on", "distinct_passages": "off", "top_k": 4},
     {"retrieval": "bm25", "bm25_engine": "memory"},
     {"retrieval": "dense", "candidates": 5},
