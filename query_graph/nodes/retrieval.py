@@ -3,7 +3,7 @@ the retrieval engine (pipelines/retrieval/retriever.py).
 
 Variants (config, overridable per request): `retrieval` = hybrid | dense | bm25, `bm25_engine` =
 qdrant (sparse vectors with IDF) | memory (rank-bm25 over the shard's payloads), `fusion` = rrf |
-weighted_rrf | dbsf | convex, `language_route` = question_and_source | question | all (the languages
+weighted_rrf | dbsf | convex | convex_heads, `language_route` = question_and_source | question | all (the languages
 searched, pipelines/retrieval/language_lanes.py). The same choices are bundled into a `RetrievalPlan`, so
 CRAG can run the whole retrieval again for a rewritten query without a second graph.
 """
@@ -125,8 +125,8 @@ def feedback_bm25_hits__off(bm25_hits: list[list[Ranked]]) -> list[list[Ranked]]
 def fused_candidates__hybrid(
     dense_hits: list[list[Ranked]], feedback_bm25_hits: list[list[Ranked]], retrieval_plan: RetrievalPlan
 ) -> list[Candidate]:
-    """Dense and BM25 lists fused (convex combination by default; RRF, weighted RRF or DBSF as
-    configured); BM25 with feedback unless the variant turns it off."""
+    """Dense and BM25 lists fused (by default the convex combination with each list's first two hits first;
+    plain convex, RRF, weighted RRF or DBSF as configured); BM25 with feedback when that variant is on."""
     return retrieval_plan.fused(dense_hits, feedback_bm25_hits)
 
 
