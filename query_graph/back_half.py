@@ -103,7 +103,10 @@ class BackHalf:
                 {**variants, **answer_settings(s), "top_k": top_k, "code": code_digest()}, sort_keys=True
             ),
         }
-        reads_sentences = variants["sentence_ranker"] in ("cross_encoder", "asked") or variants["answer_gate"] != "off"
+        reads_sentences = (
+            variants["sentence_ranker"] in ("cross_encoder", "cross_encoder_vectors", "asked")
+            or variants["answer_gate"] != "off"
+        )
         if variants["rerank"] == "cross_encoder" or reads_sentences:
             inputs["reranker"] = self.reranker()  # RerankUnavailable when its file is missing or altered
         uses_model = variants["follow_up_rewrite"] == "llm"

@@ -9,6 +9,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass, replace
 from typing import Any
 
+import numpy as np
 from hamilton.function_modifiers import config
 
 from pipelines.adapters.llm_harness import GenerationUnavailable, LLMHarness
@@ -34,6 +35,8 @@ from pipelines.answering.litellm_generator import (
     response_format,
     sentences_of,
 )
+from pipelines.answering.sentence_vectors import unit_headings, vector_ranker
+from pipelines.ports import Embedder
 from pipelines.retrieval.rerank import CrossEncoderReranker
 from pipelines.text.analysis import Analyzer, analyzer
 from pipelines.text.language import LanguageGuess
@@ -83,6 +86,23 @@ def answer_sentence_ranker__cross_encoder(
     """The packaged cross-encoder reads the question beside each sentence. It was trained on English
     only (../shared/MODELS.md): a question in another language keeps the lexical order."""
     return _english_only(reranker, guardrail_language)
+
+
+@config.when(sentence_ranker="cross_encoder_vectors")
+def answer_sentence_ranker__cross_encoder_vectors(
+    reranker: CrossEncoderReranker,
+    guardrail_language: LanguageGuess,
+    embedder: Embedder,
+    query_embedding: np.ndarray,
+    context_candidates: list[Candidate],
+) -> SentenceRanker | None:
+    """The cross-encoder's reading and the embedding model's (the question's vector against each sentence under its
+    heading), added as z-scores (pipelines/answering/sentence_vectors.py); English questions only, like the model."""
+    cross_encoder = _english_only(reranker, guardrail_language)
+    if cross_encoder is None:
+        return None
+    headings = unit_headings([c.chunk for c in context_candidates])
+    return vector_ranker(cross_encoder, embedder.embed_passages, query_embedding, headings)
 
 
 @config.when(sentence_ranker="asked")

@@ -1,0 +1,58 @@
+"""A sentence ranker that reads each candidate twice: the cross-encoder beside the question, and the embedding
+model's cosine between the question and the sentence under its section heading.
+
+The cross-encoder (MS MARCO, trained on web passages) scores a documentation sentence alone, out of its section: a
+sentence that answers in the page's own words, or whose subject is only in its heading ("Default: 31 days" under
+"PERMANENT_SESSION_LIFETIME"), reads as unrelated to it. The index's embedding model was trained to match questions
+to passages and reads "heading: sentence" as a passage. Each score is turned into z-scores over the candidates it
+ranks (so neither scale dominates) and the two are added: no weight to fit. Fewer than `MIN_CANDIDATES` texts (the
+spans `extended` compares) keep the cross-encoder's scores, since z-scores over two values say nothing.
+Chosen by a study replaying recorded passages (docs/decisions/sentence-selection.md).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping, Sequence
+
+import numpy as np
+
+from pipelines.answering.extractive import SentenceRanker, marked_units
+from pipelines.documents import Chunk
+
+MIN_CANDIDATES = 3  # below this many texts the cross-encoder's scores are used alone
+
+
+def unit_headings(chunks: Sequence[Chunk]) -> dict[str, str]:
+    """Each quotable unit of the passages with its chunk's heading path ("Configuration > Sessions"); a unit two
+    passages hold keeps the first one's."""
+    headings: dict[str, str] = {}
+    for chunk in chunks:
+        path = " > ".join(chunk.heading_path)
+        for unit, _own in marked_units(chunk):
+            headings.setdefault(unit, path)
+    return headings
+
+
+def _z(values: np.ndarray) -> np.ndarray:
+    spread = float(values.std())
+    return (values - values.mean()) / (spread or 1.0)
+
+
+def vector_ranker(
+    cross_encoder: SentenceRanker,
+    embed: Callable[[Sequence[str]], np.ndarray],
+    question_vector: np.ndarray,
+    headings: Mapping[str, str],
+) -> SentenceRanker:
+    """The ranker: z(cross-encoder) + z(cosine of the question's vector and "heading: text"'s) for each text."""
+
+    def scores(question: str, texts: Sequence[str]) -> Sequence[float]:
+        chosen = list(texts)
+        read = np.asarray(list(cross_encoder(question, chosen)), dtype=float)
+        if len(chosen) < MIN_CANDIDATES:
+            return [float(v) for v in read]
+        shown = [f"{headings[t]}: {t}" if headings.get(t) else t for t in chosen]
+        similarity = np.asarray(embed(shown), dtype=float) @ np.asarray(question_vector, dtype=float)
+        return [float(v) for v in _z(read) + _z(similarity)]
+
+    return scores
