@@ -1,0 +1,65 @@
+"""The cross-encoder-and-vectors sentence ranker with the packaged models: what it adds to the cross-encoder's
+reading, and when it leaves that reading alone."""
+
+from __future__ import annotations
+
+import numpy as np
+
+from pipelines.adapters.embedders import load_embedder
+from pipelines.answering.sentence_vectors import unit_headings, vector_ranker
+from pipelines.documents import Document
+from pipelines.ingestion.chunkers import chunk_document
+from pipelines.ingestion.cleaners import clean_markdown
+from pipelines.retrieval.rerank import CrossEncoderReranker
+
+CROSS_ENCODER = CrossEncoderReranker("ms-marco-MiniLM-L-12-v2-int8").scores
+EMBEDDER = load_embedder("bge-small-en-v1.5-int8")
+
+PAGE = """# Sessions
+
+## Signing
+
+Sessions are signed with the secret key so the client cannot change them.
+
+## Permanent session lifetime
+
+A permanent session outlives the browser window. The default is 31 days.
+"""
+QUESTION = "How long does a permanent session last by default?"
+
+
+def chunks() -> list:
+    clean, title = clean_markdown(PAGE)
+    page = Document("sessions.md", "file:///sessions.md", clean, "h", "now", title=title or "Sessions")
+    return chunk_document(page, "heading", EMBEDDER.count_tokens)
+
+
+def test_each_sentence_is_read_under_its_own_heading() -> None:
+    headings = unit_headings(chunks())
+    assert headings["The default is 31 days."] == "Sessions > Permanent session lifetime"
+    assert headings["Sessions are signed with the secret key so the client cannot change them."] == "Sessions > Signing"
+
+
+def test_the_sum_of_both_readings_as_z_scores_and_the_heading_counts() -> None:
+    headings = unit_headings(chunks())
+    texts = list(headings)
+    assert len(texts) == 3
+    vector = EMBEDDER.embed_query(QUESTION)
+    scores = np.asarray(vector_ranker(CROSS_ENCODER, EMBEDDER.embed_passages, vector, headings)(QUESTION, texts))
+    read = np.asarray(list(CROSS_ENCODER(QUESTION, texts)), dtype=float)
+    cosine = EMBEDDER.embed_passages([f"{headings[t]}: {t}" for t in texts]) @ vector
+    expected = (read - read.mean()) / read.std() + (cosine - cosine.mean()) / cosine.std()
+    assert np.allclose(scores, expected, atol=1e-5)
+    assert texts[int(np.argmax(scores))] == "The default is 31 days."
+    # The heading is part of what the embedding model reads: without it the same texts score otherwise.
+    bare = np.asarray(vector_ranker(CROSS_ENCODER, EMBEDDER.embed_passages, vector, {})(QUESTION, texts))
+    assert not np.allclose(bare, scores, atol=1e-3)
+
+
+def test_two_spans_keep_the_cross_encoders_scores() -> None:
+    spans = ["A permanent session outlives the browser window.", "A permanent session outlives the browser window. "
+             "The default is 31 days."]  # fmt: skip
+    ranker = vector_ranker(
+        CROSS_ENCODER, EMBEDDER.embed_passages, EMBEDDER.embed_query(QUESTION), unit_headings(chunks())
+    )
+    assert np.allclose(ranker(QUESTION, spans), list(CROSS_ENCODER(QUESTION, spans)))
