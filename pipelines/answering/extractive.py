@@ -408,25 +408,27 @@ def with_antecedents(best: list[ScoredSentence], chunks: Sequence[Chunk]) -> lis
     return picks
 
 
-def _preceding(sentence: ScoredSentence, chunks: Sequence[Chunk]) -> str | None:
-    """The sentence before `sentence` in its paragraph or list item; None when it opens it."""
+def _paragraph_at(sentence: ScoredSentence, chunks: Sequence[Chunk]) -> tuple[list[str], int]:
+    """The paragraph or list item holding `sentence` (a table row is a paragraph of its own) and the sentence's
+    place in it; an empty paragraph when its position is past the passage's units."""
     start = 0
     for paragraph in paragraph_units(chunks[sentence.rank - 1].generation_text):
         if start <= sentence.position < start + len(paragraph):
-            at = sentence.position - start
-            return paragraph[at - 1] if at > 0 and paragraph[at] == sentence.text else None
+            return paragraph, sentence.position - start
         start += len(paragraph)
-    return None
+    return [], 0
+
+
+def _preceding(sentence: ScoredSentence, chunks: Sequence[Chunk]) -> str | None:
+    """The sentence before `sentence` in its paragraph or list item; None when it opens it."""
+    paragraph, at = _paragraph_at(sentence, chunks)
+    return paragraph[at - 1] if 0 < at < len(paragraph) and paragraph[at] == sentence.text else None
 
 
 def _following(top: ScoredSentence, chunks: Sequence[Chunk]) -> list[str]:
     """The sentences after `top` in its paragraph or list item (a table row is a paragraph of its own)."""
-    start = 0
-    for paragraph in paragraph_units(chunks[top.rank - 1].generation_text):
-        if start <= top.position < start + len(paragraph):
-            return paragraph[top.position - start + 1 :]
-        start += len(paragraph)
-    return []
+    paragraph, at = _paragraph_at(top, chunks)
+    return paragraph[at + 1 :]
 
 
 def one_page(

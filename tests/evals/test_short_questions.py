@@ -4,7 +4,6 @@ answer question's evidence on the page it names as a reader sees it (roles as Sp
 from __future__ import annotations
 
 import json
-import re
 from pathlib import Path
 
 import pytest
@@ -12,11 +11,11 @@ import pytest
 from pipelines.golden_sets import normalise
 from pipelines.ingestion.rst_text import role_text
 from pipelines.settings import PROJECT_ROOT
+from tests.evals.test_heldout_golden import ROLE
 
 SETS = sorted((PROJECT_ROOT / "evals" / "data").glob("short_questions*.jsonl"))
 CORPORA = PROJECT_ROOT / "evals" / "corpora"
 FIELDS = {"id", "question", "lang", "type", "expected", "corpus", "pages", "evidence", "facts"}
-ROLE = re.compile(r":[\w:-]+:`")
 
 
 def test_there_are_short_question_sets() -> None:
