@@ -5,8 +5,11 @@ The cross-encoder (MS MARCO, trained on web passages) scores a documentation sen
 sentence that answers in the page's own words, or whose subject is only in its heading ("Default: 31 days" under
 "PERMANENT_SESSION_LIFETIME"), reads as unrelated to it. The index's embedding model was trained to match questions
 to passages and reads "heading: sentence" as a passage. Each score is turned into z-scores over the candidates it
-ranks (so neither scale dominates) and the two are added: no weight to fit. Fewer than `MIN_CANDIDATES` texts (the
-spans `extended` compares) keep the cross-encoder's scores, since z-scores over two values say nothing.
+ranks (so neither scale dominates) and the two are added: no weight to fit. The sum is then put back on the
+cross-encoder's scale (its mean and spread over the same candidates), so the answer's margin (`RANKED_MARGIN`, in the
+cross-encoder's logits) keeps as many sentences as it keeps for the cross-encoder alone: a bare sum of z-scores spans a
+few units, and every candidate fell within a margin of 5. Fewer than `MIN_CANDIDATES` texts (the spans `extended`
+compares) keep the cross-encoder's scores, since z-scores over two values say nothing.
 Chosen by a study replaying recorded passages (docs/decisions/sentence-selection.md).
 """
 
@@ -44,7 +47,8 @@ def vector_ranker(
     question_vector: np.ndarray,
     headings: Mapping[str, str],
 ) -> SentenceRanker:
-    """The ranker: z(cross-encoder) + z(cosine of the question's vector and "heading: text"'s) for each text."""
+    """The ranker: z(cross-encoder) + z(cosine of the question's vector and "heading: text"'s) for each text, as
+    z-scores again, expressed on the cross-encoder's scale over these texts (mean + z * spread)."""
 
     def scores(question: str, texts: Sequence[str]) -> Sequence[float]:
         chosen = list(texts)
@@ -53,6 +57,7 @@ def vector_ranker(
             return [float(v) for v in read]
         shown = [f"{headings[t]}: {t}" if headings.get(t) else t for t in chosen]
         similarity = np.asarray(embed(shown), dtype=float) @ np.asarray(question_vector, dtype=float)
-        return [float(v) for v in _z(read) + _z(similarity)]
+        combined = _z(_z(read) + _z(similarity))
+        return [float(v) for v in read.mean() + read.std() * combined]
 
     return scores

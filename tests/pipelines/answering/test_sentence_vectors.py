@@ -48,8 +48,11 @@ def test_the_sum_of_both_readings_as_z_scores_and_the_heading_counts() -> None:
     scores = np.asarray(vector_ranker(CROSS_ENCODER, EMBEDDER.embed_passages, vector, headings)(QUESTION, texts))
     read = np.asarray(list(CROSS_ENCODER(QUESTION, texts)), dtype=float)
     cosine = EMBEDDER.embed_passages([f"{headings[t]}: {t}" for t in texts]) @ vector
-    expected = (read - read.mean()) / read.std() + (cosine - cosine.mean()) / cosine.std()
+    summed = (read - read.mean()) / read.std() + (cosine - cosine.mean()) / cosine.std()
+    expected = read.mean() + read.std() * (summed - summed.mean()) / summed.std()
     assert np.allclose(scores, expected, atol=1e-5)
+    # On the cross-encoder's scale: the same mean and spread, so the answer's logit margin means what it meant.
+    assert np.isclose(scores.mean(), read.mean()) and np.isclose(scores.std(), read.std())
     assert texts[int(np.argmax(scores))] == "The default is 31 days."
     # The heading is part of what the embedding model reads: without it the same texts score otherwise.
     bare = np.asarray(vector_ranker(CROSS_ENCODER, EMBEDDER.embed_passages, vector, {})(QUESTION, texts))
