@@ -153,7 +153,7 @@ def draft_answer__extractive(
     answer_gate_ranker: SentenceRanker | None,
     answer_words: Analyzer,
     guardrail_language: LanguageGuess,
-    sentence_ranker: str = "lexical",
+    sentence_ranker: str = "lexical",  # the variant (graph config)
     answer_scope: str = "passages",  # the variant (graph config)
     answer_span: str = "extended",  # the variant (graph config)
     answer_pool: str = "narrow",  # the variant (graph config)
@@ -176,7 +176,7 @@ def draft_answer__extractive(
             ranker=answer_sentence_ranker,
         )
     else:
-        ranker = "lexical" if answer_sentence_ranker is None else "cross_encoder"
+        ranker = "lexical" if answer_sentence_ranker is None else sentence_ranker
         text, used = extract_answer(
             question,
             chunks,
