@@ -104,7 +104,8 @@ class BackHalf:
             ),
         }
         reads_sentences = (
-            variants["sentence_ranker"] in ("cross_encoder", "cross_encoder_vectors", "asked")
+            variants["sentence_ranker"]
+            in ("cross_encoder", "cross_encoder_vectors", "cross_encoder_vectors_rank", "asked")
             or variants["answer_gate"] != "off"
         )
         if variants["rerank"] == "cross_encoder" or reads_sentences:

@@ -36,6 +36,16 @@ def unit_headings(chunks: Sequence[Chunk]) -> dict[str, str]:
     return headings
 
 
+def unit_passage_scores(scored_chunks: Sequence[tuple[Chunk, float]]) -> dict[str, float]:
+    """Each quotable unit of the passages with the retrieval score of the best passage that holds it (the
+    `cross_encoder_vectors_rank` variant's third reading)."""
+    scores: dict[str, float] = {}
+    for chunk, score in scored_chunks:
+        for unit, _own in marked_units(chunk):
+            scores[unit] = max(score, scores.get(unit, score))
+    return scores
+
+
 def _z(values: np.ndarray) -> np.ndarray:
     spread = float(values.std())
     return (values - values.mean()) / (spread or 1.0)
@@ -46,9 +56,14 @@ def vector_ranker(
     embed: Callable[[Sequence[str]], np.ndarray],
     question_vector: np.ndarray,
     headings: Mapping[str, str],
+    passage_scores: Mapping[str, float] | None = None,
 ) -> SentenceRanker:
     """The ranker: z(cross-encoder) + z(cosine of the question's vector and "heading: text"'s) for each text, as
-    z-scores again, expressed on the cross-encoder's scale over these texts (mean + z * spread)."""
+    z-scores again, expressed on the cross-encoder's scale over these texts (mean + z * spread). With
+    `passage_scores` (unit -> the retrieval score of its passage), a third z-score is added: how well the whole
+    passage a sentence comes from matched the question, which a sentence read alone cannot tell (a changelog line
+    naming the question's function reads as well as the page that explains it). A text not in it (a span) counts
+    as the lowest."""
 
     def scores(question: str, texts: Sequence[str]) -> Sequence[float]:
         chosen = list(texts)
@@ -57,7 +72,11 @@ def vector_ranker(
             return [float(v) for v in read]
         shown = [f"{headings[t]}: {t}" if headings.get(t) else t for t in chosen]
         similarity = np.asarray(embed(shown), dtype=float) @ np.asarray(question_vector, dtype=float)
-        combined = _z(_z(read) + _z(similarity))
+        summed = _z(read) + _z(similarity)
+        if passage_scores:
+            floor = min(passage_scores.values())
+            summed = summed + _z(np.asarray([passage_scores.get(t, floor) for t in chosen], dtype=float))
+        combined = _z(summed)
         return [float(v) for v in read.mean() + read.std() * combined]
 
     return scores

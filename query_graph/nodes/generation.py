@@ -35,7 +35,7 @@ from pipelines.answering.litellm_generator import (
     response_format,
     sentences_of,
 )
-from pipelines.answering.sentence_vectors import unit_headings, vector_ranker
+from pipelines.answering.sentence_vectors import unit_headings, unit_passage_scores, vector_ranker
 from pipelines.ports import Embedder
 from pipelines.retrieval.rerank import CrossEncoderReranker
 from pipelines.text.analysis import Analyzer, analyzer
@@ -103,6 +103,24 @@ def answer_sentence_ranker__cross_encoder_vectors(
         return None
     headings = unit_headings([c.chunk for c in context_candidates])
     return vector_ranker(cross_encoder, embedder.embed_passages, query_embedding, headings)
+
+
+@config.when(sentence_ranker="cross_encoder_vectors_rank")
+def answer_sentence_ranker__cross_encoder_vectors_rank(
+    reranker: CrossEncoderReranker,
+    guardrail_language: LanguageGuess,
+    embedder: Embedder,
+    query_embedding: np.ndarray,
+    context_candidates: list[Candidate],
+) -> SentenceRanker | None:
+    """`cross_encoder_vectors` with a third reading: the retrieval score of the passage each sentence comes from
+    (pipelines/answering/sentence_vectors.py); English questions only."""
+    cross_encoder = _english_only(reranker, guardrail_language)
+    if cross_encoder is None:
+        return None
+    chunks = [c.chunk for c in context_candidates]
+    passages = unit_passage_scores([(c.chunk, c.fused_score) for c in context_candidates])
+    return vector_ranker(cross_encoder, embedder.embed_passages, query_embedding, unit_headings(chunks), passages)
 
 
 @config.when(sentence_ranker="asked")

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from pipelines.adapters.embedders import load_embedder
-from pipelines.answering.sentence_vectors import unit_headings, vector_ranker
+from pipelines.answering.sentence_vectors import unit_headings, unit_passage_scores, vector_ranker
 from pipelines.documents import Document
 from pipelines.ingestion.chunkers import chunk_document
 from pipelines.ingestion.cleaners import clean_markdown
@@ -66,3 +66,25 @@ def test_two_spans_keep_the_cross_encoders_scores() -> None:
         CROSS_ENCODER, EMBEDDER.embed_passages, EMBEDDER.embed_query(QUESTION), unit_headings(chunks())
     )
     assert np.allclose(ranker(QUESTION, spans), list(CROSS_ENCODER(QUESTION, spans)))
+
+
+def test_the_passage_score_is_a_third_reading_and_a_span_counts_as_the_lowest() -> None:
+    headings = unit_headings(chunks())
+    texts = list(headings)
+    vector = EMBEDDER.embed_query(QUESTION)
+    both = vector_ranker(CROSS_ENCODER, EMBEDDER.embed_passages, vector, headings)(QUESTION, texts)
+    signing = "Sessions are signed with the secret key so the client cannot change them."
+    passages = {t: (1.0 if t == signing else 0.0) for t in texts}
+    three = vector_ranker(CROSS_ENCODER, EMBEDDER.embed_passages, vector, headings, passages)(QUESTION, texts)
+    at = texts.index(signing)
+    # The sentence of the better-matched passage rises against the others; every score stays on the same scale.
+    assert three[at] - max(np.delete(three, at)) > both[at] - max(np.delete(both, at))
+    assert np.isclose(np.std(three), np.std(list(CROSS_ENCODER(QUESTION, texts))))
+    unknown = vector_ranker(CROSS_ENCODER, EMBEDDER.embed_passages, vector, headings, {signing: 1.0, texts[0]: 0.5})
+    assert len(unknown(QUESTION, texts)) == 3  # a text missing from the scores counts as the lowest
+
+
+def test_each_unit_keeps_its_best_passage_score() -> None:
+    page = chunks()
+    scores = unit_passage_scores([(chunk, 0.2) for chunk in page] + [(chunk, 0.7) for chunk in page])
+    assert set(scores) == set(unit_headings(page)) and set(scores.values()) == {0.7}
