@@ -28,7 +28,8 @@ CORPORA = PROJECT_ROOT / "evals" / "corpora"
 GOLDEN = PROJECT_ROOT / "evals" / "golden"
 # Each held-out set: its corpus folder under evals/corpora/ and the prefix of its ids.
 SETS = {"alembic": "al", "coverage": "cv", "markdown": "md", "werkzeug": "wz", "marshmallow": "mm", "click": "ck",
-        "structlog": "sl", "attrs": "at", "flask": "fl", "pymdown-extensions": "px", "anyio": "an", "cattrs": "ca"}  # fmt: skip
+        "structlog": "sl", "attrs": "at", "flask": "fl", "pymdown-extensions": "px", "anyio": "an", "cattrs": "ca",
+        "hatch": "ht", "urllib3": "ul"}  # fmt: skip
 
 TYPES = {"single-fact", "paraphrase", "identifier", "list", "comparison", "multi-page", "false-premise",
          "unanswerable", "off-topic", "vague"}  # fmt: skip
