@@ -112,6 +112,13 @@ class Settings(BaseSettings):
             "chunk stemmed in its own language and CJK text as character bigrams (English text: as english_stem)."
         ),
     )
+    dense_hubness: Literal["off", "csls"] = Field(
+        "off",
+        description="Whether dense hits are discounted by their chunk's hubness: `csls`, each score less half the "
+        "chunk's mean cosine to its 10 nearest chunks (a changelog or an API index near every question ranks "
+        "lower; computed once per index version from the embedding cache), `off` not. "
+        "docs/decisions/hubness.md.",
+    )
     dense_unit_tokens: int = Field(
         0,
         ge=0,

@@ -20,6 +20,7 @@ from pipelines.answering.litellm_generator import PROMPT_VERSION
 from pipelines.deadline import DeadlinePassed
 from pipelines.ports import StoreUnavailable
 from pipelines.retrieval.bm25 import MemoryBM25Cache
+from pipelines.retrieval.hubness import HubnessCache
 from pipelines.retrieval.rerank import CrossEncoderReranker, RerankUnavailable
 from pipelines.retrieval.translations import OriginalsCache
 from pipelines.settings import PROJECT_ROOT, Settings
@@ -35,6 +36,7 @@ class BackHalf:
         self.drivers = DriverCache(settings.variant_drivers_kept)
         code_digest()  # read once here (about half a second), not on the first request
         self.bm25_memory = MemoryBM25Cache()
+        self.hubness = HubnessCache(settings.data_dir)
         self.originals = OriginalsCache()
         self._reranker: CrossEncoderReranker | None = None
         self._harness: LLMHarness | None = None
@@ -80,6 +82,7 @@ class BackHalf:
         s = self.settings
         inputs: dict[str, Any] = {
             "bm25_memory": self.bm25_memory,
+            "hubness_cache": self.hubness,
             "originals_cache": self.originals,
             "rerank_depth": s.rerank_depth,
             "fusion_weights": list(s.fusion_weights),

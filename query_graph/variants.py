@@ -25,6 +25,7 @@ VARIANT_NODES: tuple[str, ...] = (
     "bridge_hop",
     "distinct_passages",
     "sub_queries",
+    "dense_hubness",
     "language_route",
     "rerank",
     "coverage",

@@ -77,6 +77,11 @@ def plan_for(service: QueryService, depth: int, feedback: bool | None = None) ->
         distinct=s.distinct_passages == "on",
         sub_queries=s.sub_queries == "asks",
         per_page=s.passages_per_page,
+        hubness=(
+            service.back.hubness.source(version.version, index, s.chunk_strategy, service.embedder)
+            if s.dense_hubness == "csls"
+            else None
+        ),
     )
 
 

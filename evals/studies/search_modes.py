@@ -18,11 +18,13 @@ from typing import Any
 
 import numpy as np
 
+from pipelines.adapters.embedders import load_embedder
 from pipelines.documents import Chunk
 from pipelines.ports import Embedder, VectorIndex
 from pipelines.retrieval import fusion
 from pipelines.retrieval.bm25 import MemoryBM25Cache
 from pipelines.retrieval.feedback import Feedback
+from pipelines.retrieval.hubness import Hubness, HubnessCache
 from pipelines.retrieval.language_lanes import Lane, lanes
 from pipelines.retrieval.retriever import RetrievalPlan
 from pipelines.retrieval.translations import Originals, OriginalsCache
@@ -59,6 +61,7 @@ class SearchSetup:
     sub_queries: bool = False  # a question of two asks also searched per ask (RetrievalPlan.asked)
     per_page: int = 0  # hits of one page kept before other pages' (RetrievalPlan.kept_hits); 0: no limit
     embedder: Embedder | None = None  # embeds the asks of `sub_queries` (the question's own embedding is given)
+    hubness: Hubness | None = None  # dense hits discounted by their chunk's hubness (`dense_hubness=csls`)
 
     originals: OriginalsCache = field(default_factory=OriginalsCache)
     bm25_memory: MemoryBM25Cache = field(default_factory=MemoryBM25Cache)  # the feedback's term statistics
@@ -86,6 +89,9 @@ class SearchSetup:
             "sub_queries": settings.sub_queries == "asks",
             "per_page": settings.passages_per_page,
         }
+        if settings.dense_hubness == "csls":
+            embedder = load_embedder(settings.embedding_model)
+            values["hubness"] = HubnessCache(settings.data_dir).source("eval", index, strategy, embedder)
         return cls(index=index, strategy=strategy, **{**values, **overrides})
 
     def originals_for(self, lanes: Sequence[Lane]) -> Originals | None:
@@ -119,6 +125,7 @@ class SearchSetup:
             distinct=self.distinct,
             sub_queries=self.sub_queries,
             per_page=self.per_page,
+            hubness=self.hubness,
         )
 
     def lanes(self, question: str) -> tuple[Lane, ...]:

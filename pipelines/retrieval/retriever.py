@@ -29,6 +29,7 @@ from pipelines.ports import Embedder, Ranked, StoreUnavailable, VectorIndex
 from pipelines.retrieval.bm25 import MemoryBM25, MemoryBM25Cache
 from pipelines.retrieval.bridge_hop import asks_two, second_hop
 from pipelines.retrieval.feedback import Feedback
+from pipelines.retrieval.hubness import Hubness, HubnessCache, penalised
 from pipelines.retrieval.language_lanes import Lane, fuse_lanes, lanes
 from pipelines.retrieval.rerank import CrossEncoderReranker
 from pipelines.retrieval.translations import Originals, OriginalsCache
@@ -106,6 +107,9 @@ class RetrievalPlan:
     distinct: bool = False  # pass over a hit whose passage lies inside a better hit's (`kept_hits`)
     sub_queries: bool = False  # a question of two asks or more also searched per ask (`asked`)
     per_page: int = 0  # at most this many hits of one page before other pages' (`kept_hits`); 0: no limit
+    hubness: Hubness | None = (
+        None  # fusion reads dense hits less their chunk's hubness (pipelines/retrieval/hubness.py)
+    )
 
     def dense(self, embedding: np.ndarray) -> list[list[Ranked]]:
         return [
@@ -159,9 +163,14 @@ class RetrievalPlan:
         the source lane, interleave the lanes, then read only the kept chunks' payloads (one store call)."""
         dense = dense or [[] for _ in self.lanes]
         sparse = sparse or [[] for _ in self.lanes]
+        ranked = dense  # what fusion orders by; the candidates keep each retriever's own scores (CRAG grades cosines)
+        if self.hubness is not None:
+            ranked = [
+                penalised(hits, self.hubness(lane.language)) for hits, lane in zip(dense, self.lanes, strict=True)
+            ]
         fused = fuse_lanes(
             self.lanes,
-            [_pairs(hits) for hits in dense],
+            [_pairs(hits) for hits in ranked],
             [_pairs(hits) for hits in sparse],
             self.fusion,
             self.retrieval,
@@ -373,6 +382,7 @@ def build_plan(
     bm25_feedback_terms: int = 20,
     bm25_feedback_weight: float = 0.2,
     bridge_hop_sources: int = 3,
+    hubness: Hubness | None = None,
 ) -> RetrievalPlan:
     """The plan of one request from its variants (`retrieval` ... `distinct_passages`) and settings: the
     query graph's `retrieval_plan` node, and `ServedRetrieval` with the settings' defaults."""
@@ -404,6 +414,7 @@ def build_plan(
         distinct=distinct_passages == "on",
         sub_queries=sub_queries == "asks",
         per_page=passages_per_page,
+        hubness=hubness,
     )
 
 
@@ -486,6 +497,7 @@ SERVED_PROFILE = (
     "distinct_passages",
     "sub_queries",
     "passages_per_page",
+    "dense_hubness",
     "language_route",
     "source_language",
     "language_filter",
@@ -518,9 +530,15 @@ class ServedRetrieval:
     reranker: CrossEncoderReranker | None = None  # loaded on first use when the settings rerank
     bm25_memory: MemoryBM25Cache = field(default_factory=MemoryBM25Cache)
     originals: OriginalsCache = field(default_factory=OriginalsCache)
+    hubness_cache: HubnessCache | None = None  # built on first use when the settings discount dense hubs
 
     def plan(self, question: str) -> RetrievalPlan:
         s = self.settings
+        hubness = None
+        if s.dense_hubness == "csls":
+            if self.hubness_cache is None:
+                self.hubness_cache = HubnessCache(s.data_dir)
+            hubness = self.hubness_cache.source(self.version.version, self.index, self.strategy, self.embedder)
         bm25_analyzer = self.version.chunk_settings.get("bm25_analyzer", "plain")
         holds = language_words(self.index, self.version.version, self.strategy, bm25_analyzer)
         return build_plan(
@@ -550,6 +568,7 @@ class ServedRetrieval:
             bm25_feedback_terms=s.bm25_feedback_terms,
             bm25_feedback_weight=s.bm25_feedback_weight,
             bridge_hop_sources=s.bridge_hop_sources,
+            hubness=hubness,
         )
 
     def rerank_plan(self) -> RerankPlan:

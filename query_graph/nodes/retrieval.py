@@ -16,6 +16,7 @@ from hamilton.function_modifiers import config
 from pipelines.guardrails.screen import Verdict
 from pipelines.ports import Embedder, Ranked, VectorIndex
 from pipelines.retrieval.bm25 import MemoryBM25Cache
+from pipelines.retrieval.hubness import HubnessCache
 from pipelines.retrieval.language_lanes import Lane, lanes
 from pipelines.retrieval.retriever import Candidate, RetrievalPlan, build_plan
 from pipelines.retrieval.translations import OriginalsCache
@@ -42,6 +43,8 @@ def retrieval_plan(
     bridge_hop: str,  # the variant (graph config), as bm25_feedback
     distinct_passages: str,  # the variant (graph config), as bm25_feedback
     sub_queries: str,  # the variant (graph config), as bm25_feedback
+    hubness_cache: HubnessCache,
+    dense_hubness: str = "off",  # the variant (graph config), as bm25_feedback
     bm25_analyzer: str = "plain",
     bm25_feedback_docs: int = 3,
     bm25_feedback_terms: int = 20,
@@ -49,7 +52,11 @@ def retrieval_plan(
     bridge_hop_sources: int = 3,
     passages_per_page: int = 0,
 ) -> RetrievalPlan:
-    """The request's retrieval plan (pipelines/retrieval/retriever.py `build_plan`)."""
+    """The request's retrieval plan (pipelines/retrieval/retriever.py `build_plan`); `dense_hubness=csls` discounts
+    the dense hits by their chunk's hubness (pipelines/retrieval/hubness.py)."""
+    hubness = None
+    if dense_hubness == "csls":
+        hubness = hubness_cache.source(index_version, vector_index, strategy, embedder)
     return build_plan(
         retrieval=retrieval,
         bm25_engine=bm25_engine,
@@ -77,6 +84,7 @@ def retrieval_plan(
         bm25_feedback_weight=bm25_feedback_weight,
         bridge_hop_sources=bridge_hop_sources,
         passages_per_page=passages_per_page,
+        hubness=hubness,
     )
 
 
