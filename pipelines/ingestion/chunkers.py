@@ -174,6 +174,12 @@ def _split_prose(block: str, count: TokenCounter, limit: int) -> list[str]:
                 current = ""
             words, unit_piece = unit.split(" "), ""
             for word in words:
+                if count(word) > limit:  # one "word" over the limit (a run of links with no space): by characters
+                    if unit_piece:
+                        pieces.append(unit_piece)
+                    *whole, unit_piece = _cut_line(word, count, limit)
+                    pieces.extend(whole)
+                    continue
                 if unit_piece and count(unit_piece + " " + word) > limit:
                     pieces.append(unit_piece)
                     unit_piece = ""

@@ -183,6 +183,19 @@ def test_a_code_line_longer_than_the_limit_is_cut_and_nothing_is_lost() -> None:
     assert not lost_text([page], heading[:2] + heading[3:])["passed"]
 
 
+def test_a_prose_word_longer_than_the_limit_is_cut_and_nothing_is_lost() -> None:
+    # hatch's users page: a paragraph of superscript links with no space between them, 746 tokens as one word.
+    from pipelines.ingestion.chunkers import STRATEGIES, chunk_document
+    from pipelines.ingestion.index_checks import lost_text
+
+    links = "|".join(f"[{i}](https://github.com/example/project-{i}/blob/main/pyproject.toml#L1-L3)" for i in range(40))
+    page = doc(f"# Users\n\n## Industry\n\nThese projects use it.\n\n<sup>[{links}]</sup> Example Corp.\n")
+    for strategy in STRATEGIES:
+        chunks = chunk_document(page, strategy, COUNT, target=100, limit=120, overlap=20)
+        assert all(c.token_count <= 120 for c in chunks), strategy
+        assert lost_text([page], chunks)["passed"], strategy
+
+
 def test_heading_packed_joins_short_sections_and_keeps_long_ones_apart() -> None:
     from pipelines.ingestion.chunkers import chunk_heading_packed
 
