@@ -107,7 +107,7 @@ QUESTIONS = [
         marks=pytest.mark.xfail(strict=True, reason="cross_encoder_vectors quotes the antecedent paragraph"),
     ),
     ("How do I revoke an access token?", "operations.md api.md cli.md"),
-    ("How do I serve the packaged local language model?", "operations.md configuration.md"),
+    ("How do I serve the packaged local language model?", "operations.md configuration.md language-models.md"),
     ("What happens to a sentence that cites the wrong passage?", "architecture.md api.md configuration.md"),
     ("How do I use a hosted model like OpenAI instead of the extractive generator?", "language-models.md"),
     ("Which languages does ragline answer in?", "index.md operations.md"),
