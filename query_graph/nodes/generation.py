@@ -98,11 +98,7 @@ def answer_sentence_ranker__cross_encoder_vectors(
 ) -> SentenceRanker | None:
     """The cross-encoder's reading and the embedding model's (the question's vector against each sentence under its
     heading), added as z-scores (pipelines/answering/sentence_vectors.py); English questions only, like the model."""
-    cross_encoder = _english_only(reranker, guardrail_language)
-    if cross_encoder is None:
-        return None
-    headings = unit_headings([c.chunk for c in context_candidates])
-    return vector_ranker(cross_encoder, embedder.embed_passages, query_embedding, headings)
+    return _vectors(reranker, guardrail_language, embedder, query_embedding, context_candidates, passages=False)
 
 
 @config.when(sentence_ranker="cross_encoder_vectors_rank")
@@ -115,12 +111,24 @@ def answer_sentence_ranker__cross_encoder_vectors_rank(
 ) -> SentenceRanker | None:
     """`cross_encoder_vectors` with a third reading: the retrieval score of the passage each sentence comes from
     (pipelines/answering/sentence_vectors.py); English questions only."""
-    cross_encoder = _english_only(reranker, guardrail_language)
+    return _vectors(reranker, guardrail_language, embedder, query_embedding, context_candidates, passages=True)
+
+
+def _vectors(
+    reranker: CrossEncoderReranker,
+    language: LanguageGuess,
+    embedder: Embedder,
+    query_embedding: np.ndarray,
+    candidates: list[Candidate],
+    passages: bool,
+) -> SentenceRanker | None:
+    """The vector ranker over these passages' sentences, with their passages' fused scores when `passages`."""
+    cross_encoder = _english_only(reranker, language)
     if cross_encoder is None:
         return None
-    chunks = [c.chunk for c in context_candidates]
-    passages = unit_passage_scores([(c.chunk, c.fused_score) for c in context_candidates])
-    return vector_ranker(cross_encoder, embedder.embed_passages, query_embedding, unit_headings(chunks), passages)
+    headings = unit_headings([c.chunk for c in candidates])
+    scores = unit_passage_scores([(c.chunk, c.fused_score) for c in candidates]) if passages else None
+    return vector_ranker(cross_encoder, embedder.embed_passages, query_embedding, headings, scores)
 
 
 @config.when(sentence_ranker="asked")

@@ -83,6 +83,8 @@ def test_the_variant_runs_in_the_graph_and_the_reply_says_which_ranker_ordered_i
     assert default["sentence_ranker"] == default["variants"]["sentence_ranker"] == "cross_encoder_vectors"
     alone = service.answer(QUESTION, variants={"sentence_ranker": "cross_encoder"})
     assert alone["sentence_ranker"] == alone["variants"]["sentence_ranker"] == "cross_encoder"
+    ranked = service.answer(QUESTION, variants={"sentence_ranker": "cross_encoder_vectors_rank"})
+    assert ranked["sentence_ranker"] == "cross_encoder_vectors_rank" and "7420" in ranked["answer"]
     lexical = service.answer(QUESTION, variants={"sentence_ranker": "lexical"})
     assert lexical["sentence_ranker"] == "lexical" and lexical["variants"]["sentence_ranker"] == "lexical"
     chosen = service.answer(QUESTION, variants={"sentence_ranker": "asked"})  # by what it asks: the port, a number
