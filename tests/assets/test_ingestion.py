@@ -60,11 +60,14 @@ def test_an_upgrade_that_cleans_or_chunks_otherwise_makes_a_new_version(
 
 
 def test_a_failing_check_leaves_the_active_index_alone(settings: Settings, stores: Stores, built, corpus: Path) -> None:  # type: ignore[no-untyped-def]
-    # One unbreakable 'word' of ~2000 tokens: the chunker cannot cut it, the token-limit check must block activation.
-    (corpus / "guide" / "blob.md").write_text("# Blob\n\n" + "ab1-" * 1000 + "\n")
+    # A page in a language outside the configured set: a blocking check must stop activation. (A chunk over the token
+    # limit no longer comes from any input, since the chunker cuts even a word of 2,000 tokens; that check's own
+    # failure is tested in tests/pipelines/ingestion/test_index_checks.py.)
+    (corpus / "guide" / "webhooks.md").write_text("# Webhooks\n\nHarbor calls a webhook after every sync.\n")
+    german_only = settings.model_copy(update={"languages": ["de"]})
     # The message names the sub-check, so the operator need not open Dagster to learn why.
-    with pytest.raises(BuildFailed, match="chunks_are_sound failed: chunks_within_token_limit"):
-        build_index(settings, stores, BuildRequest.from_settings(settings))
+    with pytest.raises(BuildFailed, match="languages_allowed failed: document_languages_allowed"):
+        build_index(german_only, stores, BuildRequest.from_settings(german_only))
     assert stores.registry.active().version == built.version  # type: ignore[union-attr]
 
 
