@@ -119,6 +119,12 @@ class Settings(BaseSettings):
         "lower; computed once per index version from the embedding cache), `off` not. "
         "docs/decisions/hubness.md.",
     )
+    release_notes: Literal["keep", "defer"] = Field(
+        "keep",
+        description="Whether changelog pages (by file name or title) wait for questions about releases: `defer`, a "
+        "question naming no version and no word such as release, changed or deprecated reads their hits only when "
+        "too few hits of other pages were found; `keep`, the fused order as it is. docs/decisions/release-notes.md.",
+    )
     dense_unit_tokens: int = Field(
         0,
         ge=0,
@@ -338,6 +344,11 @@ class Settings(BaseSettings):
     coverage: Literal["vocabulary", "off"] = Field(
         "vocabulary",
         description="Coverage check: no answer when the corpus never mentions a name or most words of the question.",
+    )
+    coverage_names: Literal["on", "off"] = Field(
+        "on",
+        description="The coverage check's names rule: `on`, no answer when the question writes as a name (gRPC, "
+        "ODM, max_workers) a term no chunk holds; `off`, only the vocabulary rule. docs/decisions/coverage.md.",
     )
     breadth: Literal["common_word", "off"] = Field(
         "off",

@@ -122,6 +122,7 @@ def served_plan(settings: Settings, index: VectorIndex, version: str, memory: Me
         bm25_feedback_terms=s.bm25_feedback_terms,
         bm25_feedback_weight=s.bm25_feedback_weight,
         bridge_hop_sources=s.bridge_hop_sources,
+        release_notes=s.release_notes,
     )
 
 

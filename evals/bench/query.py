@@ -82,6 +82,7 @@ def plan_for(service: QueryService, depth: int, feedback: bool | None = None) ->
             if s.dense_hubness == "csls"
             else None
         ),
+        release_notes=s.release_notes == "defer",
     )
 
 

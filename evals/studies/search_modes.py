@@ -62,6 +62,7 @@ class SearchSetup:
     per_page: int = 0  # hits of one page kept before other pages' (RetrievalPlan.kept_hits); 0: no limit
     embedder: Embedder | None = None  # embeds the asks of `sub_queries` (the question's own embedding is given)
     hubness: Hubness | None = None  # dense hits discounted by their chunk's hubness (`dense_hubness=csls`)
+    release_notes: bool = False  # changelog hits wait unless the question asks about releases (`release_notes=defer`)
 
     originals: OriginalsCache = field(default_factory=OriginalsCache)
     bm25_memory: MemoryBM25Cache = field(default_factory=MemoryBM25Cache)  # the feedback's term statistics
@@ -88,6 +89,7 @@ class SearchSetup:
             "distinct": settings.distinct_passages == "on",
             "sub_queries": settings.sub_queries == "asks",
             "per_page": settings.passages_per_page,
+            "release_notes": settings.release_notes == "defer",
         }
         if settings.dense_hubness == "csls":
             embedder = load_embedder(settings.embedding_model)
@@ -126,6 +128,7 @@ class SearchSetup:
             sub_queries=self.sub_queries,
             per_page=self.per_page,
             hubness=self.hubness,
+            release_notes=self.release_notes,
         )
 
     def lanes(self, question: str) -> tuple[Lane, ...]:

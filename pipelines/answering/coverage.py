@@ -97,10 +97,12 @@ def assess(
     contains: Callable[[str], bool],
     min_absent: int = 2,
     min_absent_share: float = 0.5,
+    names: bool = True,
 ) -> Coverage:
-    """`contains(term)`: does any chunk of the index hold this analyzed term?"""
-    names = name_tokens(question, language)
-    uncovered = [n for n in names if not _mentioned(n, contains)]
+    """`contains(term)`: does any chunk of the index hold this analyzed term? `names` False: only the
+    vocabulary rule runs (`RAGLINE_COVERAGE_NAMES=off`)."""
+    names_asked = name_tokens(question, language) if names else []
+    uncovered = [n for n in names_asked if not _mentioned(n, contains)]
     terms = [t for t in question_terms(question) if not _CJK.search(t) and not t.replace(".", "").isdigit()]
     # Only whole words: an identifier's parts were added by the analyzer and are judged with it.
     words = [t for t in terms if t in set(analyze(re.sub(r"[._/\-]", " ", t)))]

@@ -31,6 +31,7 @@ from pipelines.retrieval.bridge_hop import asks_two, second_hop
 from pipelines.retrieval.feedback import Feedback
 from pipelines.retrieval.hubness import Hubness, HubnessCache, penalised
 from pipelines.retrieval.language_lanes import Lane, fuse_lanes, lanes
+from pipelines.retrieval.release_notes import asks_about_releases, is_release_notes
 from pipelines.retrieval.rerank import CrossEncoderReranker
 from pipelines.retrieval.translations import Originals, OriginalsCache
 from pipelines.retrieval.vocabulary import language_words
@@ -110,6 +111,7 @@ class RetrievalPlan:
     hubness: Hubness | None = (
         None  # fusion reads dense hits less their chunk's hubness (pipelines/retrieval/hubness.py)
     )
+    release_notes: bool = False  # `defer`: changelog hits wait unless the question asks about releases (`kept_hits`)
 
     def dense(self, embedding: np.ndarray) -> list[list[Ranked]]:
         return [
@@ -158,9 +160,12 @@ class RetrievalPlan:
                 out.append(self.vector_index.sparse_ranked(vector, self.candidates, self.strategy, lane.language))
         return out
 
-    def fused(self, dense: list[list[Ranked]], sparse: list[list[Ranked]]) -> list[Candidate]:
+    def fused(
+        self, dense: list[list[Ranked]], sparse: list[list[Ranked]], question: str | None = None
+    ) -> list[Candidate]:
         """Fuse each lane's chosen lists, put the originals of the question lane's hits at the head of
-        the source lane, interleave the lanes, then read only the kept chunks' payloads (one store call)."""
+        the source lane, interleave the lanes, then read only the kept chunks' payloads (one store call).
+        `question` decides whether release notes wait (`release_notes`); None: they do not."""
         dense = dense or [[] for _ in self.lanes]
         sparse = sparse or [[] for _ in self.lanes]
         ranked = dense  # what fusion orders by; the candidates keep each retriever's own scores (CRAG grades cosines)
@@ -178,22 +183,26 @@ class RetrievalPlan:
             self.fusion_weights,
             self.originals,
         )
-        kept, chunks = self.kept_hits(fused)
+        defer = self.release_notes and question is not None and not asks_about_releases(question)
+        kept, chunks = self.kept_hits(fused, defer)
         return _candidates(kept, chunks, dense, sparse)
 
-    def kept_hits(self, fused: list[tuple[str, float]]) -> tuple[list[tuple[str, float]], dict[str, Chunk]]:
+    def kept_hits(
+        self, fused: list[tuple[str, float]], defer_release_notes: bool = False
+    ) -> tuple[list[tuple[str, float]], dict[str, Chunk]]:
         """The first `keep` fused hits and their chunks. With `distinct`, a hit whose passage (what the
         generator reads) lies inside the passage of a better hit of the same page is passed over, and the
         next hit takes its place: neighbouring chunks of a page often share one window ("small to big",
         `RAGLINE_CHUNK_CONTEXT_TOKENS`), and a second copy of a passage would take one of the few places
         the generator reads. With `per_page`, a page's hits past that many wait while other pages' hits are
-        kept, and fill whatever places are left, in fused order. Payloads are read in batches until `keep`
+        kept, and fill whatever places are left, in fused order; with `defer_release_notes`, so do the hits
+        of changelog pages (pipelines/retrieval/release_notes.py). Payloads are read in batches until `keep`
         hits are found."""
-        if not self.distinct and not self.per_page:
+        if not self.distinct and not self.per_page and not defer_release_notes:
             head = fused[: self.keep]
             return head, self._payloads([key for key, _ in head])
         kept: list[tuple[str, float]] = []
-        deferred: list[tuple[str, float]] = []  # over `per_page`: they wait for places no other page takes
+        deferred: list[tuple[str, float]] = []  # over `per_page`, or release notes: they wait for places left
         pages: Counter[str] = Counter()
         chunks: dict[str, Chunk] = {}
         start = 0
@@ -203,9 +212,13 @@ class RetrievalPlan:
             chunks.update(self._payloads([key for key, _ in batch]))
             for key, score in batch:
                 chunk = chunks.get(key)  # a missing payload stays in: `_candidates` reports the damaged shard
-                if chunk is not None and self.distinct and any(_inside(chunk, chunks.get(b)) for b, _ in kept):
+                better = (*kept, *deferred)  # a waiting hit is still a better hit than the ones after it
+                if chunk is not None and self.distinct and any(_inside(chunk, chunks.get(b)) for b, _ in better):
                     continue
                 if chunk is not None and self.per_page and pages[chunk.document_id] >= self.per_page:
+                    deferred.append((key, score))
+                    continue
+                if chunk is not None and defer_release_notes and is_release_notes(chunk.document_id, chunk.title):
                     deferred.append((key, score))
                     continue
                 if chunk is not None:
@@ -252,7 +265,7 @@ class RetrievalPlan:
             sparse = self.sparse_with_feedback(question, dense)
         else:
             sparse = self.sparse(question) if self.retrieval != "dense" else []
-        return self.bridged(question, self.asked(question, self.fused(dense, sparse)))
+        return self.bridged(question, self.asked(question, self.fused(dense, sparse, question)))
 
     def asked(self, question: str, candidates: list[Candidate]) -> list[Candidate]:
         """With `sub_queries`, a question that asks two things or more (pipelines/text/asks.py) is also searched
@@ -383,6 +396,7 @@ def build_plan(
     bm25_feedback_weight: float = 0.2,
     bridge_hop_sources: int = 3,
     hubness: Hubness | None = None,
+    release_notes: str = "keep",
 ) -> RetrievalPlan:
     """The plan of one request from its variants (`retrieval` ... `distinct_passages`) and settings: the
     query graph's `retrieval_plan` node, and `ServedRetrieval` with the settings' defaults."""
@@ -415,6 +429,7 @@ def build_plan(
         sub_queries=sub_queries == "asks",
         per_page=passages_per_page,
         hubness=hubness,
+        release_notes=release_notes == "defer",
     )
 
 
@@ -498,6 +513,7 @@ SERVED_PROFILE = (
     "sub_queries",
     "passages_per_page",
     "dense_hubness",
+    "release_notes",
     "language_route",
     "source_language",
     "language_filter",
@@ -569,6 +585,7 @@ class ServedRetrieval:
             bm25_feedback_weight=s.bm25_feedback_weight,
             bridge_hop_sources=s.bridge_hop_sources,
             hubness=hubness,
+            release_notes=s.release_notes,
         )
 
     def rerank_plan(self) -> RerankPlan:

@@ -20,11 +20,11 @@ from pipelines.text.language import LanguageGuess
 
 @config.when(coverage="vocabulary")
 def question_coverage__vocabulary(
-    question: str, guardrail_language: LanguageGuess, retrieval_plan: RetrievalPlan
+    question: str, guardrail_language: LanguageGuess, retrieval_plan: RetrievalPlan, coverage_names: str = "on"
 ) -> Coverage:
     """One single-term sparse lookup per distinct term and lane, in the same strategy as retrieval: a term
     is known when any lane the question is searched in holds it (an English-only name asked about in
-    Spanish is found by the English lane)."""
+    Spanish is found by the English lane). `coverage_names` (graph config) turns the names rule on or off."""
 
     plan = retrieval_plan
     analyze = analyzer(plan.bm25_analyzer)
@@ -43,7 +43,7 @@ def question_coverage__vocabulary(
             for lane in plan.lanes
         )
 
-    return assess(question, guardrail_language.language, contains)
+    return assess(question, guardrail_language.language, contains, names=coverage_names == "on")
 
 
 @config.when(coverage="off")

@@ -45,6 +45,7 @@ def retrieval_plan(
     sub_queries: str,  # the variant (graph config), as bm25_feedback
     hubness_cache: HubnessCache,
     dense_hubness: str = "off",  # the variant (graph config), as bm25_feedback
+    release_notes: str = "keep",  # the variant (graph config), as bm25_feedback
     bm25_analyzer: str = "plain",
     bm25_feedback_docs: int = 3,
     bm25_feedback_terms: int = 20,
@@ -85,6 +86,7 @@ def retrieval_plan(
         bridge_hop_sources=bridge_hop_sources,
         passages_per_page=passages_per_page,
         hubness=hubness,
+        release_notes=release_notes,
     )
 
 
@@ -131,21 +133,29 @@ def feedback_bm25_hits__off(bm25_hits: list[list[Ranked]]) -> list[list[Ranked]]
 
 @config.when(retrieval="hybrid")
 def fused_candidates__hybrid(
-    dense_hits: list[list[Ranked]], feedback_bm25_hits: list[list[Ranked]], retrieval_plan: RetrievalPlan
+    question: str,
+    dense_hits: list[list[Ranked]],
+    feedback_bm25_hits: list[list[Ranked]],
+    retrieval_plan: RetrievalPlan,
 ) -> list[Candidate]:
     """Dense and BM25 lists fused (by default the convex combination with each list's first two hits first;
-    plain convex, RRF, weighted RRF or DBSF as configured); BM25 with feedback when that variant is on."""
-    return retrieval_plan.fused(dense_hits, feedback_bm25_hits)
+    plain convex, RRF, weighted RRF or DBSF as configured); BM25 with feedback when that variant is on. The
+    question decides whether changelog hits wait (`release_notes=defer`)."""
+    return retrieval_plan.fused(dense_hits, feedback_bm25_hits, question)
 
 
 @config.when(retrieval="dense")
-def fused_candidates__dense(dense_hits: list[list[Ranked]], retrieval_plan: RetrievalPlan) -> list[Candidate]:
-    return retrieval_plan.fused(dense_hits, [])
+def fused_candidates__dense(
+    question: str, dense_hits: list[list[Ranked]], retrieval_plan: RetrievalPlan
+) -> list[Candidate]:
+    return retrieval_plan.fused(dense_hits, [], question)
 
 
 @config.when(retrieval="bm25")
-def fused_candidates__bm25(bm25_hits: list[list[Ranked]], retrieval_plan: RetrievalPlan) -> list[Candidate]:
-    return retrieval_plan.fused([], bm25_hits)
+def fused_candidates__bm25(
+    question: str, bm25_hits: list[list[Ranked]], retrieval_plan: RetrievalPlan
+) -> list[Candidate]:
+    return retrieval_plan.fused([], bm25_hits, question)
 
 
 @config.when(sub_queries="asks")

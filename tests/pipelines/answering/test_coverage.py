@@ -35,6 +35,14 @@ def test_a_name_the_corpus_never_mentions_is_not_covered() -> None:
     assert assess("How do I serve JavaScript/CSS from the dashboard?", "en", contains).covered
 
 
+def test_with_names_off_only_the_vocabulary_rule_declines() -> None:
+    # The name is the only word the corpus lacks: covered once the names rule is off.
+    assert assess("How do I upload a chart to the harbor registry from Jenkins?", "en", contains, names=False).covered
+    assert not assess("How do I upload a chart to the harbor registry from Jenkins?", "en", contains).covered
+    off = assess("What is the boiling point of Mercury?", "en", contains, names=False)
+    assert not off.covered and off.rule == "vocabulary" and off.uncovered_names == []
+
+
 def test_mostly_absent_vocabulary_is_not_covered_but_one_odd_word_is() -> None:
     off = assess("what is the boiling point of mercury", "en", contains)
     assert not off.covered and off.rule == "vocabulary" and off.absent_terms == ["boiling", "point", "mercury"]
