@@ -346,9 +346,11 @@ class Settings(BaseSettings):
         description="Coverage check: no answer when the corpus never mentions a name or most words of the question.",
     )
     coverage_names: Literal["on", "off"] = Field(
-        "on",
+        "off",
         description="The coverage check's names rule: `on`, no answer when the question writes as a name (gRPC, "
-        "ODM, max_workers) a term no chunk holds; `off`, only the vocabulary rule. docs/decisions/coverage.md.",
+        "ODM, max_workers) a term no chunk holds; `off` (the default since 2026-12-06: it declined more answerable "
+        "questions than it caught unanswerable ones on held-out data), only the vocabulary rule. "
+        "docs/decisions/coverage.md.",
     )
     breadth: Literal["common_word", "off"] = Field(
         "off",

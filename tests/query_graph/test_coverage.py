@@ -16,11 +16,16 @@ def harbor(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequ
 
 
 def test_an_unknown_name_gets_no_answer_that_says_what_is_missing(harbor: Harbor) -> None:
-    reply = harbor.service().answer("How do I run harbor sync from a Jenkins pipeline?")
+    question = "How do I run harbor sync from a Jenkins pipeline?"
+    reply = harbor.service().answer(question, variants={"coverage_names": "on"})
     assert reply["status"] == "no_answer" and reply["citations"] == []
     assert reply["coverage"]["rule"] == "names" and reply["coverage"]["uncovered_names"] == ["Jenkins"]
     assert "Jenkins" in reply["answer"]
     assert "question_coverage" in reply["timings_ms"]  # timed like every node
+    # The names rule is off by default (docs/decisions/coverage.md): a name alone declines nothing.
+    default = harbor.service().answer(question)
+    assert default["variants"]["coverage_names"] == "off" and default["coverage"]["rule"] != "names"
+    assert default["coverage"]["uncovered_names"] == []
 
 
 def test_a_covered_question_is_answered_with_the_check_reported(harbor: Harbor) -> None:

@@ -184,7 +184,7 @@ def test_a_chinese_question_finds_its_page_by_bm25(babel: Harbor) -> None:
 
 def test_coverage_knows_a_name_the_source_lane_holds(babel: Harbor) -> None:
     question = "¿Cuántas veces reintenta Tidewater una subida fallida?"  # the name is on an English page only
-    both = babel.service().answer(question)
+    both = babel.service().answer(question, variants={"coverage_names": "on"})
     assert both["coverage"]["covered"] is True, both["coverage"]
-    own = babel.service().answer(question, variants={"language_route": "question"})
+    own = babel.service().answer(question, variants={"language_route": "question", "coverage_names": "on"})
     assert own["status"] == "no_answer" and own["coverage"]["uncovered_names"] == ["Tidewater"], own["coverage"]
