@@ -29,7 +29,8 @@ GOLDEN = PROJECT_ROOT / "evals" / "golden"
 # Each held-out set: its corpus folder under evals/corpora/ and the prefix of its ids.
 SETS = {"alembic": "al", "coverage": "cv", "markdown": "md", "werkzeug": "wz", "marshmallow": "mm", "click": "ck",
         "structlog": "sl", "attrs": "at", "flask": "fl", "pymdown-extensions": "px", "anyio": "an", "cattrs": "ca",
-        "hatch": "ht", "urllib3": "ul", "apscheduler": "as", "trio": "tr"}  # fmt: skip
+        "hatch": "ht", "urllib3": "ul", "apscheduler": "as", "trio": "tr",
+        "cookiecutter": "cc", "black": "bk"}  # fmt: skip
 
 TYPES = {"single-fact", "paraphrase", "identifier", "list", "comparison", "multi-page", "false-premise",
          "unanswerable", "off-topic", "vague"}  # fmt: skip
