@@ -84,3 +84,10 @@ def harbor_index(root: Path, request: pytest.FixtureRequest, pages: dict[str, st
         stores.close()
         with psycopg.connect(dsn, autocommit=True) as conn:
             conn.execute(f"DROP SCHEMA IF EXISTS {schema} CASCADE")
+
+
+def retrieved_pages(reply: dict[str, object]) -> list[str]:
+    """The page of each retrieved chunk of a reply, in its order."""
+    retrieved = reply["retrieved"]
+    assert isinstance(retrieved, list)
+    return [r["document_id"] for r in retrieved]

@@ -11,7 +11,7 @@ from collections.abc import Iterator
 import pytest
 
 from pipelines.text.asks import split_asks
-from tests.query_graph.harbor import Harbor, harbor_index
+from tests.query_graph.harbor import Harbor, harbor_index, retrieved_pages
 from tests.query_graph.test_served_retrieval import ranked_alike
 
 # A corpus where one page says much about one ask and another page says one thing about the other.
@@ -59,12 +59,6 @@ def pottery(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureReq
         yield index
 
 
-def documents(reply: dict[str, object]) -> list[str]:
-    retrieved = reply["retrieved"]
-    assert isinstance(retrieved, list)
-    return [r["document_id"] for r in retrieved]
-
-
 def test_a_two_ask_question_searched_per_ask_takes_turns_between_the_lists(pottery: Harbor) -> None:
     service = pottery.service(crag="off", distinct_passages="off")  # the turns alone, no passage passed over
 
@@ -82,7 +76,7 @@ def test_a_two_ask_question_searched_per_ask_takes_turns_between_the_lists(potte
     assert [r["fused_rank"] for r in asked["retrieved"]] == [1, 2, 3]
     # Each ask's first hit is in: the second ask's page is read whatever the whole question ranks.
     assert lists[1][0] in turns[:3] and lists[2][0] in turns[:3]
-    assert "kiln/firing.md" in documents(asked)
+    assert "kiln/firing.md" in retrieved_pages(asked)
     # A question of one ask is searched once, as before.
     one = "Which iron oxide glaze turns green in reduction?"
     assert ids(one, "asks") == ids(one, "off")

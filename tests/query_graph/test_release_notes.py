@@ -9,7 +9,7 @@ from collections.abc import Iterator
 
 import pytest
 
-from tests.query_graph.harbor import Harbor, harbor_index
+from tests.query_graph.harbor import Harbor, harbor_index, retrieved_pages
 from tests.query_graph.test_served_retrieval import ranked_alike
 
 PAGES = {
@@ -58,28 +58,22 @@ def pottery(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureReq
         yield index
 
 
-def pages(reply: dict[str, object]) -> list[str]:
-    retrieved = reply["retrieved"]
-    assert isinstance(retrieved, list)
-    return [r["document_id"] for r in retrieved]
-
-
 def test_changelog_hits_wait_for_other_pages_unless_the_question_asks_about_a_release(pottery: Harbor) -> None:
     kept = pottery.service(crag="off", top_k=3, release_notes="keep")
     deferred = pottery.service(crag="off", top_k=3, release_notes="defer")
     # As fused, the changelog, which shares every word of the question, comes first.
-    assert pages(kept.answer(QUESTION))[0] == "changelog.md"
-    waited = pages(deferred.answer(QUESTION))
+    assert retrieved_pages(kept.answer(QUESTION))[0] == "changelog.md"
+    waited = retrieved_pages(deferred.answer(QUESTION))
     assert waited[0] == "kiln/firing.md" and "changelog.md" not in waited[:2]
     assert deferred.answer(QUESTION)["variants"]["release_notes"] == "defer"
     # A question naming a version reads the fused list as it is.
-    assert pages(deferred.answer(ABOUT_A_RELEASE)) == pages(kept.answer(ABOUT_A_RELEASE))
-    assert pages(deferred.answer(ABOUT_A_RELEASE))[0] == "changelog.md"
+    assert retrieved_pages(deferred.answer(ABOUT_A_RELEASE)) == retrieved_pages(kept.answer(ABOUT_A_RELEASE))
+    assert retrieved_pages(deferred.answer(ABOUT_A_RELEASE))[0] == "changelog.md"
 
 
 def test_waiting_hits_fill_the_places_no_other_page_takes(pottery: Harbor) -> None:
-    every = pages(pottery.service(crag="off", top_k=12, release_notes="keep").answer(QUESTION))
-    deferred = pages(pottery.service(crag="off", top_k=12, release_notes="defer").answer(QUESTION))
+    every = retrieved_pages(pottery.service(crag="off", top_k=12, release_notes="keep").answer(QUESTION))
+    deferred = retrieved_pages(pottery.service(crag="off", top_k=12, release_notes="defer").answer(QUESTION))
     assert sorted(deferred) == sorted(every)  # nothing is dropped (nor repeated): the changelog's hits come last
     others = [p for p in deferred if p != "changelog.md"]
     assert deferred == others + ["changelog.md"] * (len(deferred) - len(others))

@@ -307,9 +307,11 @@ def test_a_word_only_a_restricted_page_holds_reads_as_a_word_no_page_holds(
     with httpx.Client(base_url=base_url, timeout=300) as http:
 
         def reply(word: str, caller: frozenset[str]) -> dict[str, Any]:
-            # Written as a name (capitalised inside the sentence), the rest of the words in every page.
+            # Written as a name (capitalised inside the sentence), the rest of the words in every page; the
+            # coverage rule's names half (off by default, a variant a request may choose) reads it.
             question = f"How long does the {word.capitalize()} vault keep old ledgers?"
-            response = http.post("/v1/query", json={"question": question}, headers=headers(env, caller))
+            body = {"question": question, "variants": {"coverage_names": "on"}}
+            response = http.post("/v1/query", json=body, headers=headers(env, caller))
             assert response.status_code == 200
             return response.json()
 
