@@ -45,8 +45,10 @@ ANALYZER_VERSION = "bm25-analyzer-v1"
 # sphinx-tabs `code-tab` is a code block; 8: MyST Markdown roles and directives read as Sphinx shows them; 9: a role
 # Sphinx shows as code (an object, an option) is a code span, as prose only a page, a reference or a term; 10:
 # Markdown footnotes read as the page shows them (a reference's label gone, a definition its note's text); 11: the
-# text between two reStructuredText literals is no reference ("``a`` and ``__b__``" keeps both code spans).
-PROCESSING_VERSION = 11
+# text between two reStructuredText literals is no reference ("``a`` and ``__b__``" keeps both code spans); 12: an
+# HTML page's content marked `role="main"` or `itemprop="articleBody"` is its main content, and boilerplate hints are
+# read inside the main content only (the Read the Docs theme's `wy-body-for-nav` had dropped whole pages).
+PROCESSING_VERSION = 12
 log = structlog.get_logger(__name__)
 Progress = Callable[[int, int], None]
 

@@ -2,8 +2,10 @@
 
 Boilerplate goes: `nav`, `header`, `footer`, `aside`, `script`, `style`, `form`, `noscript`, and any
 element whose id, class or role has a word that starts with a name of navigation, breadcrumbs, sidebars,
-cookie banners, feedback widgets or heading permalinks. When the page has a `<main>` or `<article>`, only
-that is kept.
+cookie banners, feedback widgets or heading permalinks. When the page marks its main content (`<main>`,
+`<article>`, or an element with `role="main"` or `itemprop="articleBody"`, as Sphinx's themes write it), only that
+is kept, and the hints are read inside it only: the Read the Docs theme names its page body `wy-body-for-nav` and
+the wrappers of its content `wy-nav-content`, which read as navigation and once dropped every page.
 
 Lists keep their shape: each item is one `- ` line, indented two spaces per level of nesting, and the paragraphs
 an item wraps (Sphinx writes `<li><p>...</p></li>`) stay on its bullet line, a later one on an indented line of the
@@ -28,6 +30,8 @@ _DROP_HINTS = re.compile(
 # The id of a section, a heading or a definition term is a slug of its own text (Sphinx writes
 # `<section id="skipping-tests">`, API docs `<dt id="pkg.module.name">`): content, never read for hints.
 _TEXT_IDS = {"section", "h1", "h2", "h3", "h4", "h5", "h6", "dt"}
+# An element that marks the page's main content (`role="main"`, `itemprop="articleBody"`), besides main and article.
+_MAIN_MARK = re.compile(r"""<(?:main|article)\b|\brole\s*=\s*["']main["']|\bitemprop\s*=\s*["']articleBody["']""", re.I)
 _VOID = {"br", "hr", "img", "input", "meta", "link", "area", "base", "col", "embed", "source", "track", "wbr"}
 _BLOCKS = {"p", "div", "section", "li", "dt", "dd", "blockquote", "tr", "table", "ul", "ol", "dl", "figure"}
 _LISTS = {"ul", "ol"}
@@ -41,12 +45,13 @@ def looks_like_html(text: str) -> bool:
 
 
 class _Converter(HTMLParser):
-    def __init__(self) -> None:
+    def __init__(self, marked: bool = False) -> None:
         super().__init__(convert_charrefs=True)
+        self.marked = marked  # the page marks its main content: hints are read inside it only
         self.out: list[str] = []
         self.title = ""
         self._skip = 0  # depth inside dropped elements
-        self._stack: list[tuple[str, bool]] = []
+        self._stack: list[tuple[str, bool, bool]] = []  # (tag, dropped, marks the main content)
         self._pre = False
         self._in_title = False
         self._row: list[str] | None = None
@@ -63,15 +68,20 @@ class _Converter(HTMLParser):
             return
         read = ("class", "role") if tag in _TEXT_IDS else ("id", "class", "role")
         names = " ".join(v or "" for k, v in attrs if k in read)
-        drop = tag in _DROP_TAGS or bool(names and _DROP_HINTS.search(names) and tag not in ("main", "article"))
-        self._stack.append((tag, drop))
+        main = tag in ("main", "article") or any(
+            (k == "role" and (v or "").strip().lower() == "main") or (k == "itemprop" and v == "articleBody")
+            for k, v in attrs
+        )
+        hinted = bool(names and _DROP_HINTS.search(names)) and not main and tag not in ("body", "html")
+        drop = tag in _DROP_TAGS or (hinted and (not self.marked or self.main_depth > 0))
+        self._stack.append((tag, drop, main))
         if drop:
             self._skip += 1
         if self._skip:
             return
         if tag == "title":
             self._in_title = True
-        elif tag in ("main", "article"):
+        elif main:
             self.has_main = True
             self.main_depth += 1
             self._emit("\n\x01")  # where the main content starts
@@ -103,29 +113,29 @@ class _Converter(HTMLParser):
         if tag in _VOID:
             return
         while self._stack:
-            open_tag, dropped = self._stack.pop()
+            open_tag, dropped, main = self._stack.pop()
             if dropped:
                 self._skip -= 1
             if not self._skip and not dropped:
-                self._close(open_tag)
+                self._close(open_tag, main)
             if open_tag == tag:
                 break
 
     def _depth(self) -> int:
         """Lists open around the current point (not counting dropped ones)."""
-        return sum(1 for tag, dropped in self._stack if tag in _LISTS and not dropped)
+        return sum(1 for tag, dropped, _ in self._stack if tag in _LISTS and not dropped)
 
     def _in_item(self, closing: bool = False) -> bool:
         """The element just opened (the top of the stack), or just closed (already off it), sits directly in a
         list item's flow: the nearest block around it is an `li`."""
         around = self._stack if closing else self._stack[:-1]
-        parent = next((tag for tag, _ in reversed(around) if tag in _BLOCKS or tag == "pre"), None)
+        parent = next((tag for tag, _, _ in reversed(around) if tag in _BLOCKS or tag == "pre"), None)
         return parent == "li"
 
-    def _close(self, tag: str) -> None:
+    def _close(self, tag: str, main: bool = False) -> None:
         if tag == "title":
             self._in_title = False
-        elif tag in ("main", "article"):
+        elif main:
             self.main_depth -= 1
             self._emit("\x02")
         elif tag == "pre":
@@ -173,7 +183,7 @@ class _Converter(HTMLParser):
 
 def html_to_markdown(html: str) -> tuple[str, str]:
     """Return (Markdown text, title). The title is the first `h1`, else `<title>`."""
-    parser = _Converter()
+    parser = _Converter(marked=bool(_MAIN_MARK.search(html)))
     parser.feed(html)
     parser.close()
     raw = "".join(parser.out)

@@ -84,6 +84,35 @@ harbor status</code></pre>
     assert clean_document(page("docs/ports", html)).title == "Ports"
 
 
+def test_html_read_the_docs_theme_keeps_its_article_body() -> None:
+    """The Read the Docs theme names its page body `wy-body-for-nav` and its content's wrappers `wy-nav-content`:
+    read as navigation hints they dropped every page of a built site. The page marks its content with
+    `role="main"` and `itemprop="articleBody"`, which is what is kept."""
+    html = """<!DOCTYPE html><html><head><title>Hooks - cutter docs</title></head>
+    <body class="wy-body-for-nav"><div class="wy-grid-for-nav">
+    <nav data-toggle="wy-nav-shift" class="wy-nav-side"><div class="wy-side-scroll">Installation Usage Hooks</div></nav>
+    <section data-toggle="wy-nav-shift" class="wy-nav-content-wrap"><nav class="wy-nav-top">cutter</nav>
+    <div class="wy-nav-content"><div class="rst-content">
+    <div role="navigation" aria-label="breadcrumbs navigation">Docs » Hooks</div>
+    <div class="document" itemscope="itemscope" itemtype="http://schema.org/Article" role="main">
+    <div itemprop="articleBody"><div class="section" id="hooks"><h1>Hooks<a class="headerlink" href="#hooks">¶</a></h1>
+    <p>Hooks run before and after the project is generated.</p></div></div></div>
+    <footer><div role="navigation">Next Previous</div><p>© Copyright 2013</p></footer>
+    </div></div></section></div></body></html>"""
+    clean = clean_document(page("advanced/hooks.html", html))
+    assert clean.title == "Hooks"
+    assert clean.text == "# Hooks\n\nHooks run before and after the project is generated.\n"
+    # Alabaster (Sphinx's default theme): the content is `<div class="body" role="main">`.
+    alabaster = """<html><head><title>FAQ</title></head><body><div class="document"><div class="documentwrapper">
+    <div class="body" role="main"><h1>FAQ</h1><p>Black is not configurable on purpose.</p></div></div>
+    <div class="sphinxsidebar" role="navigation">Quick search</div></div><div class="footer">Powered by Sphinx</div>
+    </body></html>"""
+    assert clean_document(page("faq.html", alabaster)).text == "# FAQ\n\nBlack is not configurable on purpose.\n"
+    # A page without a mark keeps its body, whatever the body's class says.
+    bare = """<html><body class="wy-body-for-nav"><h1>Notes</h1><p>Plain text.</p></body></html>"""
+    assert clean_document(page("notes.html", bare)).text == "# Notes\n\nPlain text.\n"
+
+
 def test_html_boilerplate_hints_are_words_not_parts_of_words() -> None:
     """A Sphinx page (pydata theme): each section carries its heading's slug as its id, and a slug may hold a
     boilerplate name inside a word (gene*rating*, pro*toc*ol) or start with one (skipping). The sections stay;

@@ -23,9 +23,11 @@ from pipelines.ingestion.chunkers import chunk_document
 from pipelines.ingestion.sources import load_source
 
 ROOT = Path(__file__).resolve().parents[3]
-CORPORA = ("alembic", "click", "markdown", "werkzeug", "structlog")  # HTML, two reStructuredText styles, Markdown, MyST
+# HTML (pydata theme), two reStructuredText styles, Markdown, MyST, HTML (Read the Docs theme).
+CORPORA = ("alembic", "click", "markdown", "werkzeug", "structlog", "cookiecutter")
 # The digest of the corpora above, cleaned and chunked, by processing version.
-RECORDED = {11: "02b256e6922ffa72766cd8b32512ef2bca97899fcd541aba39534ccdaf0e8d04"}
+# 11 and 12 read the first five alike; 12 was the first to read cookiecutter's pages (11 kept none of them).
+RECORDED = {12: "64b19229747c3a5655b4569eb619adfa3f1265023acaf9dcee9bf725b25068c2"}
 
 
 def _words(text: str) -> int:
