@@ -120,10 +120,11 @@ class Settings(BaseSettings):
         "docs/decisions/hubness.md.",
     )
     release_notes: Literal["keep", "defer"] = Field(
-        "keep",
-        description="Whether changelog pages (by file name or title) wait for questions about releases: `defer`, a "
-        "question naming no version and no word such as release, changed or deprecated reads their hits only when "
-        "too few hits of other pages were found; `keep`, the fused order as it is. docs/decisions/release-notes.md.",
+        "defer",
+        description="Whether changelog pages (by file name or title) wait for questions about releases: `defer` (the "
+        "default since 2026-12-06), a question naming no version and no word such as release, changed or deprecated "
+        "reads their hits only when too few hits of other pages were found; `keep`, the fused order as it is. "
+        "docs/decisions/release-notes.md.",
     )
     dense_unit_tokens: int = Field(
         0,
