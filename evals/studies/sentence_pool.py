@@ -1,0 +1,282 @@
+"""Which candidate sentence of the extractive answer holds the evidence: a study of the ranker's pool.
+
+The extractive answer quotes the best few of a pool of candidate sentences (pipelines/answering/extractive.py
+`ranked`: the best `RANKED_POOL` by coverage, ordered by the sentence ranker). On questions written before
+ragline ran, the commonest wrong answer had its evidence sentence in that pool and quoted another one. This
+study records each pool as the default pipeline builds it, with what each ranker reads of every candidate, and
+labels a candidate by the question's golden evidence (the candidate holds an evidence string, or a long
+candidate is held by one). Offline, it then compares orders of the same pools by the share of questions whose
+first, or first three, candidates hold the evidence, and fits a logistic scorer on some corpora to test it on
+others (corpora, never questions, are split, so a fitted weight never sees the pages it is tested on).
+
+    python -m evals.studies.sentence_pool record --source evals/corpora/trio/docs \
+        --golden evals/golden/trio.jsonl --out pools.trio.jsonl
+    python -m evals.studies.sentence_pool compare --train pools.a.jsonl pools.b.jsonl --test pools.c.jsonl
+
+`record` builds (or reuses) the set's index under `RAGLINE_HOME`, as `ragline eval` does.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import re
+import sys
+import uuid
+from collections.abc import Callable, Sequence
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from evals.golden import normalise
+from evals.studies.answer_sentences import fit
+from pipelines.answering import extractive
+from pipelines.documents import Chunk
+
+# Words that say the question asks for a value a sentence states as a number, a name or a block.
+_ASKS_VALUE = re.compile(
+    r"\b(?:default|how (?:many|much|long|often)|which (?:version|port|value|option|flag|setting)|what (?:version|port|value)|"
+    r"limit|maximum|minimum|timeout|size|number)\b",
+    re.IGNORECASE,
+)
+_ASKS_HOW = re.compile(r"\b(?:how (?:do|can|should|to)|what command|which command)\b", re.IGNORECASE)
+_ASKS_YES_NO = re.compile(r"^\s*(?:can|does|do|is|are|will|should|must|may)\b", re.IGNORECASE)
+_DIGIT = re.compile(r"\d")
+_CODE = re.compile(r"`|\(\)|=|--|\b\w+\.\w+\(|\b[a-z]+_[a-z_]+\b")
+_NEGATION = re.compile(r"\b(?:not|no|never|cannot|can't|don't|doesn't|isn't|won't|only)\b", re.IGNORECASE)
+MIN_HELD = 25  # a candidate this long (normalised characters) that an evidence string holds is labelled evidence
+
+FEATURES = (
+    "bias",
+    "default",  # the default ranker's score, z over the pool
+    "cross_encoder",  # z over the pool
+    "cosine",  # question against "heading: sentence", z over the pool
+    "coverage",  # the share of the question's terms the sentence holds (raw)
+    "coverage_z",
+    "inverse_rank",  # 1 / the rank of its passage
+    "first_in_chunk",
+    "log_words",
+    "value_asked_and_digit",
+    "how_asked_and_code",
+    "yes_no_and_negation",
+    "heading_overlap",  # share of the question's terms in its heading path
+    "introduces_block",  # ends with ":"
+)
+
+
+def _z(values: Sequence[float]) -> list[float]:
+    array = np.asarray(values, dtype=float)
+    spread = float(array.std()) or 1.0
+    return [float(v) for v in (array - array.mean()) / spread]
+
+
+def labelled(text: str, evidence: Sequence[str]) -> bool:
+    said = normalise(text)
+    for e in evidence:
+        wanted = normalise(e)
+        if wanted and (wanted in said or (len(said) >= MIN_HELD and said in wanted)):
+            return True
+    return False
+
+
+def record(service: Any, questions: Sequence[Any]) -> list[dict[str, Any]]:
+    """Each answerable question's pool as the default pipeline builds it, with every candidate's readings.
+    `service`: a `QueryService` over the set's index. The pool is seen by wrapping the extractive module's
+    `ranked` and `score_sentences` for the duration (a study, never the served path)."""
+    from query_graph.service import QueryFailed
+
+    seen: dict[str, Any] = {}
+    original_ranked, original_score = extractive.ranked, extractive.score_sentences
+
+    def recording_score(text: str, chunks: Sequence[Chunk], *args: Any, **kwargs: Any) -> Any:
+        found = original_score(text, chunks, *args, **kwargs)
+        seen["last"] = (list(chunks), found)
+        return found
+
+    def recording_ranked(question: str, scored: list[Any], ranker: Any, count: int, size: int = 12) -> Any:
+        pool = sorted(scored, key=lambda s: -s.score)[:size]
+        if pool and "pool" not in seen:
+            seen["pool"] = pool
+            seen["default"] = list(ranker(question, [s.text for s in pool]))
+            seen["chunks"], seen["every"] = seen.get("last", ([], []))
+        return original_ranked(question, scored, ranker, count, size)
+
+    reranker = service.back.reranker()
+    rows: list[dict[str, Any]] = []
+    extractive.ranked, extractive.score_sentences = recording_ranked, recording_score
+    try:
+        for n, q in enumerate(questions, 1):
+            if q.expected != "answer" or not q.evidence:
+                continue
+            seen.clear()
+            try:
+                reply = service.answer(q.question)
+            except QueryFailed as exc:
+                print(f"  {q.id}: failed {exc.code}", file=sys.stderr)
+                continue
+            row: dict[str, Any] = {"id": q.id, "type": q.type, "question": q.question, "answer": reply.get("answer", "")}
+            if not seen.get("pool"):
+                rows.append({**row, "pool": []})
+                continue
+            chunks = {c.chunk_id: c for c in seen["chunks"]}
+            default = {s.text: d for s, d in zip(seen["pool"], seen["default"], strict=True)}
+            every = extractive.once([s for s in seen["every"] if s.own])
+            texts = [s.text for s in every]
+            headings = [" > ".join(chunks[s.chunk_id].heading_path) for s in every]
+            shown = [f"{h}: {t}" if h else t for h, t in zip(headings, texts, strict=True)]
+            cosine = service.embedder.embed_passages(shown) @ service.embedder.embed_query(q.question)
+            cross = list(reranker.scores(q.question, texts))
+            row["pool"] = [
+                {
+                    "text": s.text,
+                    "heading": h,
+                    "page": chunks[s.chunk_id].document_id,
+                    "rank": s.rank,
+                    "position": s.position,
+                    "coverage": s.score,
+                    "in_pool": s.text in default,
+                    "default": float(default.get(s.text, -1e9)),
+                    "cross_encoder": float(c),
+                    "cosine": float(v),
+                    "evidence": labelled(s.text, q.evidence),
+                }
+                for s, h, c, v in zip(every, headings, cross, cosine, strict=True)
+            ]
+            row["evidence_in_passages"] = any(any(normalise(e) in normalise(c.text) for e in q.evidence) for c in chunks.values())
+            rows.append(row)
+            print(f"  {n}/{len(questions)} {q.id}", file=sys.stderr, flush=True)
+    finally:
+        extractive.ranked, extractive.score_sentences = original_ranked, original_score
+    return rows
+
+
+def _terms(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z0-9_]+", text.lower()) if len(w) > 2}
+
+
+def features(row: dict[str, Any]) -> np.ndarray:
+    """One row of `FEATURES` per candidate of the pool."""
+    pool = row["pool"]
+    question = row["question"]
+    asked_terms = _terms(question)
+    value, how, yes_no = (bool(p.search(question)) for p in (_ASKS_VALUE, _ASKS_HOW, _ASKS_YES_NO))
+    default, cross, cosine = (_z([c[k] for c in pool]) for k in ("default", "cross_encoder", "cosine"))
+    coverage_z = _z([c["coverage"] for c in pool])
+    out = []
+    for i, c in enumerate(pool):
+        text = c["text"]
+        heading_terms = _terms(c["heading"])
+        out.append(
+            [
+                1.0,
+                default[i],
+                cross[i],
+                cosine[i],
+                c["coverage"],
+                coverage_z[i],
+                1.0 / c["rank"],
+                float(c["position"] == 0),
+                math.log(1 + len(text.split())),
+                float(value and bool(_DIGIT.search(text))),
+                float(how and bool(_CODE.search(text))),
+                float(yes_no and bool(_NEGATION.search(text))),
+                len(asked_terms & heading_terms) / (len(asked_terms) or 1),
+                float(text.rstrip().endswith(":")),
+            ]
+        )
+    return np.asarray(out, dtype=float)
+
+
+def load(paths: Sequence[str]) -> list[dict[str, Any]]:
+    rows: list[dict[str, Any]] = []
+    for path in paths:
+        corpus = Path(path).name.split(".")[1] if Path(path).name.count(".") >= 2 else Path(path).stem
+        rows.extend({**json.loads(line), "corpus": corpus} for line in Path(path).read_text().splitlines() if line)
+    return rows
+
+
+Scorer = Callable[[dict[str, Any]], Sequence[float]]
+
+
+def hits(rows: Sequence[dict[str, Any]], scorer: Scorer, top: int) -> tuple[int, int]:
+    """Questions whose best `top` candidates by `scorer` hold the evidence, of those whose pool holds it."""
+    found = total = 0
+    for row in rows:
+        labels = [c["evidence"] for c in row["pool"]]
+        if not any(labels):
+            continue
+        total += 1
+        scores = list(scorer(row))
+        order = sorted(range(len(labels)), key=lambda i: -scores[i])[:top]
+        found += any(labels[i] for i in order)
+    return found, total
+
+
+def fitted(rows: Sequence[dict[str, Any]], l2: float = 1.0) -> np.ndarray:
+    xs = [features(r) for r in rows if any(c["evidence"] for c in r["pool"])]
+    ys = [[float(c["evidence"]) for c in r["pool"]] for r in rows if any(c["evidence"] for c in r["pool"])]
+    return fit(np.vstack(xs), np.concatenate([np.asarray(y) for y in ys]), l2=l2)
+
+
+def compare(train: Sequence[dict[str, Any]], test: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    weights = fitted(train)
+    scorers: dict[str, Scorer] = {
+        "coverage": lambda r: [c["coverage"] for c in r["pool"]],
+        "default": lambda r: [c["default"] for c in r["pool"]],
+        "cross_encoder": lambda r: [c["cross_encoder"] for c in r["pool"]],
+        "cosine": lambda r: [c["cosine"] for c in r["pool"]],
+        "learned": lambda r: list(features(r) @ weights),
+    }
+    report: dict[str, Any] = {"weights": dict(zip(FEATURES, [round(float(w), 3) for w in weights], strict=True))}
+    for name, rows in (("train", train), ("test", test)):
+        with_pool = [r for r in rows if r["pool"]]
+        report[name] = {
+            "questions": len(rows),
+            "evidence_in_passages": sum(bool(r.get("evidence_in_passages")) for r in rows),
+            "evidence_in_pool": sum(any(c["evidence"] for c in r["pool"]) for r in with_pool),
+            **{
+                f"{s}@{k}": "{}/{}".format(*hits(with_pool, scorer, k))
+                for s, scorer in scorers.items()
+                for k in (1, 3)
+            },
+        }
+    by_corpus: dict[str, Any] = {}
+    for corpus in sorted({r["corpus"] for r in test}):
+        rows = [r for r in test if r["corpus"] == corpus and r["pool"]]
+        by_corpus[corpus] = {f"{s}@{k}": "{}/{}".format(*hits(rows, scorers[s], k)) for s in ("default", "learned") for k in (1, 3)}
+    report["test_by_corpus"] = by_corpus
+    return report
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="python -m evals.studies.sentence_pool")
+    sub = parser.add_subparsers(dest="command", required=True)
+    rec = sub.add_parser("record")
+    rec.add_argument("--source", required=True)
+    rec.add_argument("--golden", required=True)
+    rec.add_argument("--include", action="append")
+    rec.add_argument("--out", required=True)
+    cmp = sub.add_parser("compare")
+    cmp.add_argument("--train", nargs="+", required=True)
+    cmp.add_argument("--test", nargs="+", required=True)
+    args = parser.parse_args(argv)
+    if args.command == "compare":
+        print(json.dumps(compare(load(args.train), load(args.test)), indent=1))
+        return 0
+    from pipelines.settings import Settings
+    from query_graph.service import QueryService
+    from ragline.cli.eval import _golden, _with, eval_settings, opened_index
+
+    settings = eval_settings(Settings(), args.source, args.include, None, None, None)
+    with opened_index(settings, open_vectors=False) as opened:
+        service = QueryService(_with(settings, cache_prefix=f"pools-{uuid.uuid4().hex[:12]}", semantic_cache=False), opened.stores)
+        rows = record(service, _golden([args.golden]))
+    Path(args.out).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    print(f"{len(rows)} questions, {sum(any(c['evidence'] for c in r['pool']) for r in rows)} with evidence in the pool")
+    return 0
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())
