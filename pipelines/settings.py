@@ -225,6 +225,14 @@ class Settings(BaseSettings):
             '...") brings the sentence before it in its paragraph or list item, so it is read with what it refers to.'
         ),
     )
+    answer_blocks: Literal["alone", "read"] = Field(
+        "alone",
+        description=(
+            "How a sentence that ends with a colon and introduces a code block or a list is read when an extractive "
+            "answer chooses its sentences: by itself (`alone`), or with the block's first 400 characters, for its "
+            "coverage of the question and by the sentence ranker (`read`). Either way it is quoted with its block."
+        ),
+    )
     min_answer_score: float = Field(
         0.15, description="Least share of the question's content words a cited sentence must cover to be used."
     )

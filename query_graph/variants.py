@@ -40,6 +40,7 @@ VARIANT_NODES: tuple[str, ...] = (
     "answer_span",
     "answer_pool",
     "answer_antecedent",
+    "answer_blocks",
     "answer_gate",
     "answer_analyzer",
     "verify",

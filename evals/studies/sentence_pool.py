@@ -95,13 +95,13 @@ def record(service: Any, questions: Sequence[Any]) -> list[dict[str, Any]]:
         seen["last"] = (list(chunks), found)
         return found
 
-    def recording_ranked(question: str, scored: list[Any], ranker: Any, count: int, size: int = 12) -> Any:
+    def recording_ranked(question: str, scored: list[Any], ranker: Any, count: int, size: int = 12, *rest: Any) -> Any:
         pool = sorted(scored, key=lambda s: -s.score)[:size]
         if pool and "pool" not in seen:
             seen["pool"] = pool
             seen["default"] = list(ranker(question, [s.text for s in pool]))
             seen["chunks"], seen["every"] = seen.get("last", ([], []))
-        return original_ranked(question, scored, ranker, count, size)
+        return original_ranked(question, scored, ranker, count, size, *rest)
 
     reranker = service.back.reranker()
     rows: list[dict[str, Any]] = []
@@ -116,7 +116,12 @@ def record(service: Any, questions: Sequence[Any]) -> list[dict[str, Any]]:
             except QueryFailed as exc:
                 print(f"  {q.id}: failed {exc.code}", file=sys.stderr)
                 continue
-            row: dict[str, Any] = {"id": q.id, "type": q.type, "question": q.question, "answer": reply.get("answer", "")}
+            row: dict[str, Any] = {
+                "id": q.id,
+                "type": q.type,
+                "question": q.question,
+                "answer": reply.get("answer", ""),
+            }
             if not seen.get("pool"):
                 rows.append({**row, "pool": []})
                 continue
@@ -144,7 +149,9 @@ def record(service: Any, questions: Sequence[Any]) -> list[dict[str, Any]]:
                 }
                 for s, h, c, v in zip(every, headings, cross, cosine, strict=True)
             ]
-            row["evidence_in_passages"] = any(any(normalise(e) in normalise(c.text) for e in q.evidence) for c in chunks.values())
+            row["evidence_in_passages"] = any(
+                any(normalise(e) in normalise(c.text) for e in q.evidence) for c in chunks.values()
+            )
             rows.append(row)
             print(f"  {n}/{len(questions)} {q.id}", file=sys.stderr, flush=True)
     finally:
@@ -237,15 +244,15 @@ def compare(train: Sequence[dict[str, Any]], test: Sequence[dict[str, Any]]) -> 
             "evidence_in_passages": sum(bool(r.get("evidence_in_passages")) for r in rows),
             "evidence_in_pool": sum(any(c["evidence"] for c in r["pool"]) for r in with_pool),
             **{
-                f"{s}@{k}": "{}/{}".format(*hits(with_pool, scorer, k))
-                for s, scorer in scorers.items()
-                for k in (1, 3)
+                f"{s}@{k}": "{}/{}".format(*hits(with_pool, scorer, k)) for s, scorer in scorers.items() for k in (1, 3)
             },
         }
     by_corpus: dict[str, Any] = {}
     for corpus in sorted({r["corpus"] for r in test}):
         rows = [r for r in test if r["corpus"] == corpus and r["pool"]]
-        by_corpus[corpus] = {f"{s}@{k}": "{}/{}".format(*hits(rows, scorers[s], k)) for s in ("default", "learned") for k in (1, 3)}
+        by_corpus[corpus] = {
+            f"{s}@{k}": "{}/{}".format(*hits(rows, scorers[s], k)) for s in ("default", "learned") for k in (1, 3)
+        }
     report["test_by_corpus"] = by_corpus
     return report
 
@@ -271,10 +278,14 @@ def main(argv: Sequence[str] | None = None) -> int:
 
     settings = eval_settings(Settings(), args.source, args.include, None, None, None)
     with opened_index(settings, open_vectors=False) as opened:
-        service = QueryService(_with(settings, cache_prefix=f"pools-{uuid.uuid4().hex[:12]}", semantic_cache=False), opened.stores)
+        service = QueryService(
+            _with(settings, cache_prefix=f"pools-{uuid.uuid4().hex[:12]}", semantic_cache=False), opened.stores
+        )
         rows = record(service, _golden([args.golden]))
     Path(args.out).write_text("".join(json.dumps(r) + "\n" for r in rows))
-    print(f"{len(rows)} questions, {sum(any(c['evidence'] for c in r['pool']) for r in rows)} with evidence in the pool")
+    print(
+        f"{len(rows)} questions, {sum(any(c['evidence'] for c in r['pool']) for r in rows)} with evidence in the pool"
+    )
     return 0
 
 

@@ -56,11 +56,18 @@ from __future__ import annotations
 import math
 import re
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 from pipelines.answering.citations import join_sentences, split_sentences
-from pipelines.answering.passage_units import COLONS, block_parts, introduced, paragraph_units, prose_units
+from pipelines.answering.passage_units import (
+    COLONS,
+    block_parts,
+    block_readings,
+    introduced,
+    paragraph_units,
+    prose_units,
+)
 from pipelines.documents import Chunk
 from pipelines.text.analysis import Analyzer, analyzer
 from pipelines.text.asks import split_asks
@@ -177,16 +184,20 @@ def score_sentences(
     own_only: bool = False,
     words: Analyzer = PLAIN,
     language: str | None = None,
+    readings: Mapping[str, str] | None = None,
 ) -> list[ScoredSentence]:
     """Every sentence the generator sees (or, with `own_only`, those of the chunks' own texts), scored
     by its coverage of the question's terms, each term weighted by its rarity among those sentences.
     `words` turns text into terms: each sentence is read in its chunk's language, the question in
-    `language` (the first chunk's when unknown), so a stemming analyzer stems both sides alike."""
+    `language` (the first chunk's when unknown), so a stemming analyzer stems both sides alike.
+    `readings`: a unit's words are those of its reading when it has one (a unit with the block it introduces,
+    `passage_units.block_readings`)."""
+    readings = readings or {}
     terms = question_terms(question, words, language or (chunks[0].language if chunks else None))
     # Each sentence's own words and its heading's, read once (each ask of a question scores them again).
     headings = [set(words(" ".join(chunk.heading_path), chunk.language)) for chunk in chunks]
     sentences = [
-        (chunk, rank, position, unit, own, set(words(unit, chunk.language)), headings[rank - 1])
+        (chunk, rank, position, unit, own, set(words(readings.get(unit, unit), chunk.language)), headings[rank - 1])
         for rank, chunk in enumerate(chunks, start=1)
         for position, (unit, own) in enumerate(marked_units(chunk))
         if own or not own_only
@@ -244,6 +255,7 @@ def extract_answer(
     span: str = "sentence",
     pool: str = "narrow",
     antecedent: bool = False,
+    blocks: bool = False,
 ) -> tuple[str, list[ScoredSentence]]:
     """The cited answer and the sentences it used; an empty answer when nothing covers the question.
     The chunks' own sentences come first; their neighbours' only when no own sentence qualifies.
@@ -259,15 +271,18 @@ def extract_answer(
     without a ranker, as `sentence`).
     `pool`: which qualifying sentences a ranker reads (`POOLS`): `narrow`, the best `RANKED_POOL` by coverage among
     those reaching `min_score`; `wide`, once one reaches it, the best 20 among those covering at least 0.05.
-    `antecedent`: a chosen sentence that opens by pointing back brings the sentence before it (`with_antecedents`)."""
+    `antecedent`: a chosen sentence that opens by pointing back brings the sentence before it (`with_antecedents`).
+    `blocks`: a unit that introduces a code block or a list is read with it, for its coverage and by the ranker
+    (`passage_units.block_readings`); it is quoted, with its block, as always."""
     if pool not in POOLS:
         raise ValueError(f"unknown answer pool {pool!r}; known: {', '.join(POOLS)}")
     pool_size, pool_floor = POOLS[pool] if ranker else (RANKED_POOL, None)
     chunks = chunks[:passages]
     own_only = True
+    readings = {u: r for c in chunks for u, r in block_readings(c.generation_text).items()} if blocks else {}
 
     def score(text: str, own: bool, floor: float | None = None) -> list[ScoredSentence]:
-        found = score_sentences(text, chunks, own_only=own, words=words, language=language)
+        found = score_sentences(text, chunks, own_only=own, words=words, language=language, readings=readings)
         if floor is not None and any(s.score >= min_score for s in found):
             return [s for s in found if s.score >= floor]
         return [s for s in found if s.score >= min_score]
@@ -277,8 +292,14 @@ def extract_answer(
         own_only = False
         scored = once(score(question, False, pool_floor))
     if scope == "page":
-        scored = one_page(scored, chunks, ranked(question, scored, ranker, 1, pool_size) if ranker else scored)
-    best = ranked(question, scored, ranker, max_sentences, pool_size) if ranker else covering(scored, max_sentences)
+        scored = one_page(
+            scored, chunks, ranked(question, scored, ranker, 1, pool_size, readings) if ranker else scored
+        )
+    best = (
+        ranked(question, scored, ranker, max_sentences, pool_size, readings)
+        if ranker
+        else covering(scored, max_sentences)
+    )
     if not best:
         return "", []
     if ranker is None and each_ask:
@@ -451,13 +472,18 @@ def covering(scored: list[ScoredSentence], count: int) -> list[ScoredSentence]:
 
 
 def ranked(
-    question: str, scored: list[ScoredSentence], ranker: SentenceRanker, count: int, size: int = RANKED_POOL
+    question: str,
+    scored: list[ScoredSentence],
+    ranker: SentenceRanker,
+    count: int,
+    size: int = RANKED_POOL,
+    readings: Mapping[str, str] | None = None,
 ) -> list[ScoredSentence]:
     """The best `count` of the pool (the best `size` by coverage) by the ranker's score, within `RANKED_MARGIN` of
-    its best."""
+    its best. The ranker reads a sentence's reading in `readings` when it has one."""
     pool = sorted(scored, key=lambda s: -s.score)[:size]
     if not pool:
         return []
-    scores = list(ranker(question, [s.text for s in pool]))
+    scores = list(ranker(question, [(readings or {}).get(s.text, s.text) for s in pool]))
     order = sorted(range(len(pool)), key=lambda i: -scores[i])[:count]  # stable: ties keep coverage order
     return [pool[i] for i in order if scores[i] >= scores[order[0]] - RANKED_MARGIN]

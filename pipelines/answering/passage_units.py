@@ -37,6 +37,7 @@ _CELL_BREAK = re.compile(r"(?<!\\)\|")  # a cell may hold an escaped \|
 # A tag with attributes (`<font color="...">`): markup that styles text. A placeholder such as `<host>` is not one.
 _HTML_TAG = re.compile(r"<[A-Za-z][\w-]*\s+[\w-]+\s*=\s*[\"']")
 _OPENING_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})")
+_FENCE_MARK = re.compile(r"(?:```|~~~)[\w+-]*")  # a fence's ticks and its language tag
 # What ends a unit that announces a block: a colon, or the full-width one of Chinese and Japanese text.
 COLONS = (":", "：")
 
@@ -181,6 +182,20 @@ def introduced(text: str) -> dict[str, str]:
         offset += len(line) + 1
         previous, at = line, at + 1
     return found
+
+
+BLOCK_READ_CHARS = 400  # of an introduced block, what is read with its unit: about one cross-encoder candidate
+
+
+def block_readings(text: str) -> dict[str, str]:
+    """Each unit of `text` that introduces a block (`introduced`), as read with that block: the unit, then the
+    block's text without its fences, at most `BLOCK_READ_CHARS` characters of it. "By default these are
+    enabled:" answers a question only with what follows it; read alone it shares few of the question's words."""
+    readings: dict[str, str] = {}
+    for unit, block in introduced(text).items():
+        shown = " ".join(_FENCE_MARK.sub(" ", " ".join(block_parts(block))).split())
+        readings[unit] = f"{unit} {shown[:BLOCK_READ_CHARS]}".rstrip()
+    return readings
 
 
 def _introduce(found: dict[str, str], text: str, start: int, block: str) -> None:

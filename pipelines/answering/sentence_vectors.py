@@ -20,29 +20,37 @@ from collections.abc import Callable, Mapping, Sequence
 import numpy as np
 
 from pipelines.answering.extractive import SentenceRanker, marked_units
+from pipelines.answering.passage_units import block_readings
 from pipelines.documents import Chunk
 
 MIN_CANDIDATES = 3  # below this many texts the cross-encoder's scores are used alone
 
 
 def unit_headings(chunks: Sequence[Chunk]) -> dict[str, str]:
-    """Each quotable unit of the passages with its chunk's heading path ("Configuration > Sessions"); a unit two
+    """Each quotable unit of the passages with its chunk's heading path ("Configuration > Sessions"), and each
+    unit's reading with the block it introduces (`block_readings`), which a ranker may be given instead; a unit two
     passages hold keeps the first one's."""
     headings: dict[str, str] = {}
     for chunk in chunks:
         path = " > ".join(chunk.heading_path)
+        readings = block_readings(chunk.generation_text)
         for unit, _own in marked_units(chunk):
             headings.setdefault(unit, path)
+            if unit in readings:
+                headings.setdefault(readings[unit], path)
     return headings
 
 
 def unit_passage_scores(scored_chunks: Sequence[tuple[Chunk, float]]) -> dict[str, float]:
-    """Each quotable unit of the passages with the retrieval score of the best passage that holds it (the
-    `cross_encoder_vectors_rank` variant's third reading)."""
+    """Each quotable unit of the passages (and its reading with its block, as `unit_headings`) with the retrieval
+    score of the best passage that holds it (the `cross_encoder_vectors_rank` variant's third reading)."""
     scores: dict[str, float] = {}
     for chunk, score in scored_chunks:
+        readings = block_readings(chunk.generation_text)
         for unit, _own in marked_units(chunk):
-            scores[unit] = max(score, scores.get(unit, score))
+            for text in (unit, readings.get(unit)):
+                if text is not None:
+                    scores[text] = max(score, scores.get(text, score))
     return scores
 
 

@@ -588,3 +588,34 @@ def test_antecedent_brings_the_sentence_a_quoted_sentence_points_back_to() -> No
     first = extract_answer("Which fields are read into memory?", [chunk], words=words, max_sentences=1)
     assert extract_answer("Which fields are read into memory?", [chunk], words=words, max_sentences=1,
                           antecedent=True) == first  # fmt: skip
+
+
+EXTENSIONS = """# Templates
+
+A template is a folder of files with placeholders. Templates can also use Jinja extensions of their own, which
+the user must install before generating a project from the template. Extensions add filters and tags.
+
+By default these are switched on in every template:
+
+- `jinja2_time.TimeExtension`, which adds the `now` tag for the current date
+- `harbor.extensions.SlugifyExtension`, which adds the `slugify` filter for project names
+
+Template authors list any other extension they need in the template's settings file.
+"""
+
+
+def test_blocks_read_lets_a_sentence_be_chosen_for_the_list_it_introduces() -> None:
+    chunk = page_chunks(0, EXTENSIONS)[0]
+    words = analyzer("snowball")
+    ranker = CrossEncoderReranker("ms-marco-MiniLM-L-12-v2-int8").scores
+    question = "Which filter turns a project name into a slug, and which tag gives today's date?"
+    introducer = "By default these are switched on in every template:"
+    # Alone, the sentence shares no word of the question: neither coverage nor the ranker can choose it.
+    for chosen_by in (None, ranker):
+        _, alone = extract_answer(question, [chunk], words=words, ranker=chosen_by, max_sentences=1)
+        answer, used = extract_answer(question, [chunk], words=words, ranker=chosen_by, max_sentences=1, blocks=True)
+        assert introducer not in [s.text for s in alone]
+        assert used[0].text == introducer
+        # Quoted as always: the sentence, then its list, each item cited; the block is not said twice.
+        assert "the slugify filter" in answer and answer.count("SlugifyExtension") == 1
+        assert_released_quoted_and_supported(answer, chunk)

@@ -3,7 +3,7 @@ introduces: the code block or the list after a colon."""
 
 from __future__ import annotations
 
-from pipelines.answering.passage_units import block_parts, introduced, prose_units
+from pipelines.answering.passage_units import BLOCK_READ_CHARS, block_parts, block_readings, introduced, prose_units
 from tests.pipelines.list_pages import SPECS, STEPS
 
 
@@ -77,3 +77,17 @@ def test_a_code_span_keeps_its_stars_and_underscores_while_emphasis_goes() -> No
     # In a table cell too; a link keeps its text, code span or not.
     rows = prose_units("| when | what |\n|---|---|\n| `0 3 * * *` | the [`nightly`](ops.md#x) build runs |")
     assert rows == ["`0 3 * * *` | the nightly build runs"]
+
+
+def test_a_unit_that_introduces_a_block_is_read_with_the_block_without_its_fences() -> None:
+    text = (
+        "Open the console:\n\n```bash\npython -m harbor\n```\n\nThese are kept:\n\n- logs\n- builds\n\n"
+        "A sentence with no colon.\n\n- a list it does not introduce\n"
+    )
+    readings = block_readings(text)
+    assert readings == {
+        "Open the console:": "Open the console: python -m harbor",
+        "These are kept:": "These are kept: - logs - builds",
+    }
+    long = "The flags are:\n\n" + "".join(f"- flag number {n} does something\n" for n in range(100))
+    assert len(block_readings(long)["The flags are:"]) <= len("The flags are: ") + BLOCK_READ_CHARS
