@@ -154,6 +154,11 @@ PAIRED = {
 
 
 def main(argv: list[str]) -> int:
+    kinds = sorted([*HEADERS, *PAIRED])
+    if not argv or argv[0] not in kinds or len(argv) < 2:
+        print(__doc__, file=sys.stderr)
+        print(f"evals.tables: give one of {', '.join(kinds)} and the reports", file=sys.stderr)
+        return 2
     if argv[0] in PAIRED:
         rows_of, default, header = PAIRED[argv[0]]
         try:

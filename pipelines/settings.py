@@ -226,11 +226,12 @@ class Settings(BaseSettings):
         ),
     )
     answer_blocks: Literal["alone", "read"] = Field(
-        "alone",
+        "read",
         description=(
             "How a sentence that ends with a colon and introduces a code block or a list is read when an extractive "
             "answer chooses its sentences: by itself (`alone`), or with the block's first 400 characters, for its "
-            "coverage of the question and by the sentence ranker (`read`). Either way it is quoted with its block."
+            "coverage of the question and by the sentence ranker (`read`, the default: "
+            "docs/decisions/sentence-selection.md). Either way it is quoted with its block."
         ),
     )
     min_answer_score: float = Field(

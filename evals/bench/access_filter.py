@@ -37,7 +37,7 @@ from pipelines.documents import Chunk, make_chunk_id
 from pipelines.ports import VectorIndex
 from pipelines.retrieval.bm25 import MemoryBM25Cache
 from pipelines.retrieval.language_lanes import lanes
-from pipelines.retrieval.retriever import RetrievalPlan, build_plan
+from pipelines.retrieval.retriever import RetrievalPlan, build_plan, rule_settings
 from pipelines.retrieval.translations import OriginalsCache
 from pipelines.settings import Settings
 from pipelines.text import analysis
@@ -113,16 +113,7 @@ def served_plan(settings: Settings, index: VectorIndex, version: str, memory: Me
         fusion_weights=s.fusion_weights,
         retrieval_lanes=lanes(s.language_route, "en", ["en"], s.source_language, s.language_filter),
         originals_cache=OriginalsCache(),
-        bm25_feedback=s.bm25_feedback,
-        bridge_hop=s.bridge_hop,
-        distinct_passages=s.distinct_passages,
-        sub_queries=s.sub_queries,
-        passages_per_page=s.passages_per_page,
-        bm25_feedback_docs=s.bm25_feedback_docs,
-        bm25_feedback_terms=s.bm25_feedback_terms,
-        bm25_feedback_weight=s.bm25_feedback_weight,
-        bridge_hop_sources=s.bridge_hop_sources,
-        release_notes=s.release_notes,
+        **rule_settings(s),
     )
 
 

@@ -32,10 +32,9 @@ import numpy as np
 from evals.golden import load_golden
 from pipelines.logs import configure_logging
 from pipelines.profiles import open_stores
-from pipelines.retrieval.feedback import Feedback
 from pipelines.retrieval.language_lanes import lanes
 from pipelines.retrieval.rerank import CrossEncoderReranker
-from pipelines.retrieval.retriever import RetrievalPlan
+from pipelines.retrieval.retriever import RetrievalPlan, hit_rules, rule_settings
 from pipelines.settings import Settings
 from query_graph.service import QueryService
 
@@ -55,6 +54,7 @@ def plan_for(service: QueryService, depth: int, feedback: bool | None = None) ->
     """The default graph's hybrid retrieval plan; `feedback` overrides whether BM25 feedback runs."""
     s = service.settings
     version, index = service.active()
+    overridden = {} if feedback is None else {"bm25_feedback": "on" if feedback else "off"}
     return RetrievalPlan(
         retrieval="hybrid",
         bm25_engine=s.bm25_engine,
@@ -71,18 +71,12 @@ def plan_for(service: QueryService, depth: int, feedback: bool | None = None) ->
         rrf_k=s.rrf_k,
         fusion_weights=tuple(s.fusion_weights),
         bm25_analyzer=version.chunk_settings.get("bm25_analyzer", "plain"),
-        feedback=Feedback.from_settings(s, feedback),
-        bridge_depth=s.top_k if s.bridge_hop == "on" else 0,
-        bridge_sources=s.bridge_hop_sources,
-        distinct=s.distinct_passages == "on",
-        sub_queries=s.sub_queries == "asks",
-        per_page=s.passages_per_page,
         hubness=(
             service.back.hubness.source(version.version, index, s.chunk_strategy, service.embedder)
             if s.dense_hubness == "csls"
             else None
         ),
-        release_notes=s.release_notes == "defer",
+        **hit_rules("hybrid", s.top_k, **{**rule_settings(s), **overridden}),
     )
 
 

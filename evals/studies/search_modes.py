@@ -26,7 +26,7 @@ from pipelines.retrieval.bm25 import MemoryBM25Cache
 from pipelines.retrieval.feedback import Feedback
 from pipelines.retrieval.hubness import Hubness, HubnessCache
 from pipelines.retrieval.language_lanes import Lane, lanes
-from pipelines.retrieval.retriever import RetrievalPlan
+from pipelines.retrieval.retriever import RetrievalPlan, hit_rules, rule_settings
 from pipelines.retrieval.translations import Originals, OriginalsCache
 from pipelines.settings import Settings
 from pipelines.text.language import detect_question_language
@@ -83,13 +83,7 @@ class SearchSetup:
             "language_route": settings.language_route,
             "source_language": settings.source_language,
             "language_min_confidence": settings.language_min_confidence,
-            "feedback": Feedback.from_settings(settings),
-            "bridge_depth": settings.top_k if settings.bridge_hop == "on" else 0,
-            "bridge_sources": settings.bridge_hop_sources,
-            "distinct": settings.distinct_passages == "on",
-            "sub_queries": settings.sub_queries == "asks",
-            "per_page": settings.passages_per_page,
-            "release_notes": settings.release_notes == "defer",
+            **hit_rules("hybrid", settings.top_k, **rule_settings(settings)),
         }
         if settings.dense_hubness == "csls":
             embedder = load_embedder(settings.embedding_model)

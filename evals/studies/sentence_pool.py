@@ -24,7 +24,7 @@ import math
 import re
 import sys
 import uuid
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
@@ -33,7 +33,10 @@ import numpy as np
 from evals.golden import normalise
 from evals.studies.answer_sentences import fit
 from pipelines.answering import extractive
+from pipelines.answering.extractive import ScoredSentence, SentenceRanker
+from pipelines.answering.passage_units import block_readings
 from pipelines.documents import Chunk
+from pipelines.text.analysis import Analyzer
 
 # Words that say the question asks for a value a sentence states as a number, a name or a block.
 _ASKS_VALUE = re.compile(
@@ -90,18 +93,32 @@ def record(service: Any, questions: Sequence[Any]) -> list[dict[str, Any]]:
     seen: dict[str, Any] = {}
     original_ranked, original_score = extractive.ranked, extractive.score_sentences
 
-    def recording_score(text: str, chunks: Sequence[Chunk], *args: Any, **kwargs: Any) -> Any:
-        found = original_score(text, chunks, *args, **kwargs)
+    def recording_score(
+        question: str,
+        chunks: Sequence[Chunk],
+        own_only: bool = False,
+        words: Analyzer = extractive.PLAIN,
+        language: str | None = None,
+        readings: Mapping[str, str] | None = None,
+    ) -> list[ScoredSentence]:
+        found = original_score(question, chunks, own_only, words, language, readings)
         seen["last"] = (list(chunks), found)
         return found
 
-    def recording_ranked(question: str, scored: list[Any], ranker: Any, count: int, size: int = 12, *rest: Any) -> Any:
+    def recording_ranked(
+        question: str,
+        scored: list[ScoredSentence],
+        ranker: SentenceRanker,
+        count: int,
+        size: int = extractive.RANKED_POOL,
+        readings: Mapping[str, str] | None = None,
+    ) -> list[ScoredSentence]:
         pool = sorted(scored, key=lambda s: -s.score)[:size]
         if pool and "pool" not in seen:
             seen["pool"] = pool
-            seen["default"] = list(ranker(question, [s.text for s in pool]))
+            seen["default"] = list(ranker(question, [(readings or {}).get(s.text, s.text) for s in pool]))
             seen["chunks"], seen["every"] = seen.get("last", ([], []))
-        return original_ranked(question, scored, ranker, count, size, *rest)
+        return original_ranked(question, scored, ranker, count, size, readings)
 
     reranker = service.back.reranker()
     rows: list[dict[str, Any]] = []
@@ -128,7 +145,9 @@ def record(service: Any, questions: Sequence[Any]) -> list[dict[str, Any]]:
             chunks = {c.chunk_id: c for c in seen["chunks"]}
             default = {s.text: d for s, d in zip(seen["pool"], seen["default"], strict=True)}
             every = extractive.once([s for s in seen["every"] if s.own])
-            texts = [s.text for s in every]
+            # Each sentence as the default ranker reads it: with the block it introduces (`answer_blocks=read`).
+            readings = {u: r for c in chunks.values() for u, r in block_readings(c.generation_text).items()}
+            texts = [readings.get(s.text, s.text) for s in every]
             headings = [" > ".join(chunks[s.chunk_id].heading_path) for s in every]
             shown = [f"{h}: {t}" if h else t for h, t in zip(headings, texts, strict=True)]
             cosine = service.embedder.embed_passages(shown) @ service.embedder.embed_query(q.question)
@@ -136,6 +155,7 @@ def record(service: Any, questions: Sequence[Any]) -> list[dict[str, Any]]:
             row["pool"] = [
                 {
                     "text": s.text,
+                    "read_with_block": s.text in readings,
                     "heading": h,
                     "page": chunks[s.chunk_id].document_id,
                     "rank": s.rank,

@@ -26,7 +26,9 @@ English questions paired into two-ask questions (`ragline eval sentences --pairs
 
 Units. What an answer can quote is in pipelines/answering/passage_units.py: the sentences of a passage's prose and of
 its list items, and its tables' data rows. Below, "sentence" means any of them. A quoted sentence ending in a
-colon brings the code block or the list that follows it (`introduced`).
+colon brings the code block or the list that follows it (`introduced`); with `blocks` (`answer_blocks=read`, the
+graph's default) it is also scored with that block's text (`passage_units.block_readings`), since alone it rarely
+shares the question's words.
 
 Words. Question and sentences become terms through an analyzer (`answer_analyzer`): by default the BM25
 `snowball` one, each word stemmed in its text's language and Chinese/Japanese read as character bigrams

@@ -19,6 +19,7 @@ from __future__ import annotations
 from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
+from typing import Any
 
 import numpy as np
 
@@ -368,6 +369,56 @@ def _candidates(
     ]
 
 
+# The settings that shape which hits a plan keeps and how (each also a query-graph variant or its parameter):
+# `hit_rules` turns them into RetrievalPlan's fields, for the graph, the served retrieval and the evaluations alike.
+RULE_SETTINGS: tuple[str, ...] = (
+    "bm25_feedback",
+    "bridge_hop",
+    "distinct_passages",
+    "sub_queries",
+    "release_notes",
+    "passages_per_page",
+    "bm25_feedback_docs",
+    "bm25_feedback_terms",
+    "bm25_feedback_weight",
+    "bridge_hop_sources",
+)
+
+
+def rule_settings(settings: Settings) -> dict[str, Any]:
+    """The settings' values of `RULE_SETTINGS`, by name (`build_plan`'s and `hit_rules`' keyword arguments)."""
+    return {name: getattr(settings, name) for name in RULE_SETTINGS}
+
+
+def hit_rules(
+    retrieval: str,
+    top_k: int,
+    *,
+    bm25_feedback: str,
+    bridge_hop: str,
+    distinct_passages: str,
+    sub_queries: str,
+    release_notes: str = "keep",
+    passages_per_page: int = 0,
+    bm25_feedback_docs: int = 3,
+    bm25_feedback_terms: int = 20,
+    bm25_feedback_weight: float = 0.2,
+    bridge_hop_sources: int = 3,
+) -> dict[str, Any]:
+    """RetrievalPlan's fields that the rule variants set (`feedback` ... `release_notes`), from the variants'
+    names: the one place a variant becomes behaviour. The bridge hop runs in hybrid retrieval only."""
+    on = bm25_feedback == "on"
+    return {
+        "feedback": Feedback(bm25_feedback_docs if on else 0, bm25_feedback_terms, bm25_feedback_weight),
+        "bridge_depth": top_k if bridge_hop == "on" and retrieval == "hybrid" else 0,
+        "bridge_sources": bridge_hop_sources,
+        "distinct": distinct_passages == "on",
+        "sub_queries": sub_queries == "asks",
+        "per_page": passages_per_page,
+        "release_notes": release_notes == "defer",
+    }
+
+
 def build_plan(
     retrieval: str,
     bm25_engine: str,
@@ -420,16 +471,21 @@ def build_plan(
         fusion_weights=tuple(fusion_weights),
         bm25_analyzer=bm25_analyzer,
         originals=originals,
-        feedback=Feedback(
-            bm25_feedback_docs if bm25_feedback == "on" else 0, bm25_feedback_terms, bm25_feedback_weight
-        ),
-        bridge_depth=top_k if bridge_hop == "on" and retrieval == "hybrid" else 0,
-        bridge_sources=bridge_hop_sources,
-        distinct=distinct_passages == "on",
-        sub_queries=sub_queries == "asks",
-        per_page=passages_per_page,
         hubness=hubness,
-        release_notes=release_notes == "defer",
+        **hit_rules(
+            retrieval,
+            top_k,
+            bm25_feedback=bm25_feedback,
+            bridge_hop=bridge_hop,
+            distinct_passages=distinct_passages,
+            sub_queries=sub_queries,
+            release_notes=release_notes,
+            passages_per_page=passages_per_page,
+            bm25_feedback_docs=bm25_feedback_docs,
+            bm25_feedback_terms=bm25_feedback_terms,
+            bm25_feedback_weight=bm25_feedback_weight,
+            bridge_hop_sources=bridge_hop_sources,
+        ),
     )
 
 
@@ -574,18 +630,9 @@ class ServedRetrieval:
             fusion_weights=s.fusion_weights,
             retrieval_lanes=question_lanes(question, s, self.version.languages, holds),
             originals_cache=self.originals,
-            bm25_feedback=s.bm25_feedback,
-            bridge_hop=s.bridge_hop,
-            distinct_passages=s.distinct_passages,
             bm25_analyzer=bm25_analyzer,
-            sub_queries=s.sub_queries,
-            passages_per_page=s.passages_per_page,
-            bm25_feedback_docs=s.bm25_feedback_docs,
-            bm25_feedback_terms=s.bm25_feedback_terms,
-            bm25_feedback_weight=s.bm25_feedback_weight,
-            bridge_hop_sources=s.bridge_hop_sources,
             hubness=hubness,
-            release_notes=s.release_notes,
+            **rule_settings(s),
         )
 
     def rerank_plan(self) -> RerankPlan:

@@ -184,7 +184,7 @@ def draft_answer__extractive(
     answer_span: str = "extended",  # the variant (graph config)
     answer_pool: str = "narrow",  # the variant (graph config)
     answer_antecedent: str = "off",  # the variant (graph config)
-    answer_blocks: str = "alone",  # the variant (graph config)
+    answer_blocks: str = "read",  # the variant (graph config)
 ) -> Draft:
     """`sentence_ranker` (the graph's config): `asked` chooses the sentences by what the question asks
     (pipelines/answering/asked.py); otherwise `answer_sentence_ranker` orders them (None: by coverage).

@@ -5,7 +5,9 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
-from evals.tables import paired_retrieval_rows
+import pytest
+
+from evals.tables import main, paired_retrieval_rows
 
 
 def _report(path: Path, ranks: dict[str, int | None], held_out: list[str]) -> Path:
@@ -27,3 +29,9 @@ def test_paired_retrieval_counts_evidence_at_5_per_half(tmp_path: Path) -> None:
     assert "| 4 | 0.5000 | 0.7500 | +0.2500 |" in rows["all"]
     assert "| 2 | 0.5000 | 1.0000 | +0.5000 |" in rows["tuning"]
     assert "| 2 | 0.5000 | 0.5000 | +0.0000 |" in rows["held_out"]
+
+
+def test_an_unknown_kind_or_no_report_is_a_usage_error_not_a_traceback(capsys: pytest.CaptureFixture[str]) -> None:
+    for argv in ([], ["--help"], ["retrieval"], ["ndcg", "a.json"]):
+        assert main(argv) == 2
+        assert "give one of beir, paired" in capsys.readouterr().err
