@@ -53,7 +53,7 @@ MIN_HELD = 25  # a candidate this long (normalised characters) that an evidence 
 
 FEATURES = (
     "bias",
-    "default",  # the default ranker's score, z over the pool
+    "in_pool",  # among the default's candidates (the best 12 by coverage of at least 0.15)
     "cross_encoder",  # z over the pool
     "cosine",  # question against "heading: sentence", z over the pool
     "coverage",  # the share of the question's terms the sentence holds (raw)
@@ -189,7 +189,7 @@ def features(row: dict[str, Any]) -> np.ndarray:
     question = row["question"]
     asked_terms = _terms(question)
     value, how, yes_no = (bool(p.search(question)) for p in (_ASKS_VALUE, _ASKS_HOW, _ASKS_YES_NO))
-    default, cross, cosine = (_z([c[k] for c in pool]) for k in ("default", "cross_encoder", "cosine"))
+    cross, cosine = (_z([c[k] for c in pool]) for k in ("cross_encoder", "cosine"))
     coverage_z = _z([c["coverage"] for c in pool])
     out = []
     for i, c in enumerate(pool):
@@ -198,7 +198,7 @@ def features(row: dict[str, Any]) -> np.ndarray:
         out.append(
             [
                 1.0,
-                default[i],
+                float(c.get("in_pool", True)),
                 cross[i],
                 cosine[i],
                 c["coverage"],
@@ -255,6 +255,9 @@ def compare(train: Sequence[dict[str, Any]], test: Sequence[dict[str, Any]]) -> 
         "cross_encoder": lambda r: [c["cross_encoder"] for c in r["pool"]],
         "cosine": lambda r: [c["cosine"] for c in r["pool"]],
         "learned": lambda r: list(features(r) @ weights),
+        "learned_in_pool": lambda r: [
+            float(v) if c["in_pool"] else -1e9 for v, c in zip(features(r) @ weights, r["pool"], strict=True)
+        ],
     }
     report: dict[str, Any] = {"weights": dict(zip(FEATURES, [round(float(w), 3) for w in weights], strict=True))}
     for name, rows in (("train", train), ("test", test)):
