@@ -30,7 +30,8 @@ GOLDEN = PROJECT_ROOT / "evals" / "golden"
 SETS = {"alembic": "al", "coverage": "cv", "markdown": "md", "werkzeug": "wz", "marshmallow": "mm", "click": "ck",
         "structlog": "sl", "attrs": "at", "flask": "fl", "pymdown-extensions": "px", "anyio": "an", "cattrs": "ca",
         "hatch": "ht", "urllib3": "ul", "apscheduler": "as", "trio": "tr",
-        "cookiecutter": "cc", "black": "bk", "doit": "di", "babel": "bb", "griffe": "gf", "behave": "bh"}  # fmt: skip
+        "cookiecutter": "cc", "black": "bk", "doit": "di", "babel": "bb", "griffe": "gf", "behave": "bh",
+        "celery": "ce"}  # fmt: skip
 
 TYPES = {"single-fact", "paraphrase", "identifier", "list", "comparison", "multi-page", "false-premise",
          "unanswerable", "off-topic", "vague"}  # fmt: skip
