@@ -326,6 +326,12 @@ def draft_answer__litellm(
     guardrail_language: LanguageGuess,
     sentence_ranker: str,
     llm_answer: str = "write",  # the variant (graph config)
+    # The extractive answer's variants (graph config), for the fallback to answer as the request chose.
+    answer_scope: str = "passages",
+    answer_span: str = "extended",
+    answer_pool: str = "narrow",
+    answer_antecedent: str = "off",
+    answer_blocks: str = "read",
 ) -> Draft:
     """`llm_answer=quote`: the model chooses which numbered sentences to quote (`_quoted_draft`). Otherwise stream the model's JSON reply (pipelines/answering/litellm_generator.py): each sentence with the passages
     it cites, released the moment its object closes and its citations pass verification. A sentence none of

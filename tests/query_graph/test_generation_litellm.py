@@ -175,6 +175,15 @@ def test_a_reply_the_model_wrote_badly_falls_back_to_the_extractive_answer(harbo
     assert reply["answer"] == extractive["answer"]
 
 
+def test_the_extractive_fallback_answers_with_the_variants_the_request_chose(harbor: Harbor) -> None:
+    chosen = {"answer_span": "sentence"}  # the sentence alone, not the one after it
+    with loopback_llm(mode="prose") as llm:
+        reply = harbor.service(**llm_settings(llm.api_base)).answer(PORT_Q, variants={**LITELLM, **chosen})
+    assert reply["fallback"]["generator"] == "extractive"
+    service = harbor.service()
+    assert reply["answer"] == service.answer(PORT_Q, variants=chosen)["answer"] != service.answer(PORT_Q)["answer"]
+
+
 def test_fallback_provider_is_reported_in_the_reply(harbor: Harbor) -> None:
     with loopback_llm() as backup:
         settings = llm_settings(
