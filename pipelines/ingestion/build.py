@@ -47,8 +47,9 @@ ANALYZER_VERSION = "bm25-analyzer-v1"
 # Markdown footnotes read as the page shows them (a reference's label gone, a definition its note's text); 11: the
 # text between two reStructuredText literals is no reference ("``a`` and ``__b__``" keeps both code spans); 12: an
 # HTML page's content marked `role="main"` or `itemprop="articleBody"` is its main content, and boilerplate hints are
-# read inside the main content only (the Read the Docs theme's `wy-body-for-nav` had dropped whole pages).
-PROCESSING_VERSION = 12
+# read inside the main content only (the Read the Docs theme's `wy-body-for-nav` had dropped whole pages); 13: inside
+# an HTML page's main content, Docutils' asides (sidebar, topic, footnote, citation) are kept as the page's text.
+PROCESSING_VERSION = 13
 log = structlog.get_logger(__name__)
 Progress = Callable[[int, int], None]
 

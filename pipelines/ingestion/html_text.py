@@ -5,7 +5,9 @@ element whose id, class or role has a word that starts with a name of navigation
 cookie banners, feedback widgets or heading permalinks. When the page marks its main content (`<main>`,
 `<article>`, or an element with `role="main"` or `itemprop="articleBody"`, as Sphinx's themes write it), only that
 is kept, and the hints are read inside it only: the Read the Docs theme names its page body `wy-body-for-nav` and
-the wrappers of its content `wy-nav-content`, which read as navigation and once dropped every page.
+the wrappers of its content `wy-nav-content`, which read as navigation and once dropped every page. Inside the main
+content, what Docutils writes as an aside (a `.. sidebar::`, a `.. topic::`, a footnote or a citation:
+`<aside class="sidebar">` since Docutils 0.18) is the page's own text and is kept; an aside outside it is a theme's.
 
 Lists keep their shape: each item is one `- ` line, indented two spaces per level of nesting, and the paragraphs
 an item wraps (Sphinx writes `<li><p>...</p></li>`) stay on its bullet line, a later one on an indented line of the
@@ -32,6 +34,8 @@ _DROP_HINTS = re.compile(
 _TEXT_IDS = {"section", "h1", "h2", "h3", "h4", "h5", "h6", "dt"}
 # An element that marks the page's main content (`role="main"`, `itemprop="articleBody"`), besides main and article.
 _MAIN_MARK = re.compile(r"""<(?:main|article)\b|\brole\s*=\s*["']main["']|\bitemprop\s*=\s*["']articleBody["']""", re.I)
+# Docutils' body elements written as `<aside>` (or, before 0.18, as a `<div>` of that class): content of the page.
+_CONTENT_ASIDES = {"sidebar", "topic", "footnote", "footnote-list", "citation", "citation-list"}
 _VOID = {"br", "hr", "img", "input", "meta", "link", "area", "base", "col", "embed", "source", "track", "wbr"}
 _BLOCKS = {"p", "div", "section", "li", "dt", "dd", "blockquote", "tr", "table", "ul", "ol", "dl", "figure"}
 _LISTS = {"ul", "ol"}
@@ -73,7 +77,9 @@ class _Converter(HTMLParser):
             for k, v in attrs
         )
         hinted = bool(names and _DROP_HINTS.search(names)) and not main and tag not in ("body", "html")
-        drop = tag in _DROP_TAGS or (hinted and (not self.marked or self.main_depth > 0))
+        classes = {c for k, v in attrs if k == "class" for c in (v or "").split()}
+        aside = self.marked and self.main_depth > 0 and bool(classes & _CONTENT_ASIDES)  # Docutils', in the content
+        drop = not aside and (tag in _DROP_TAGS or (hinted and (not self.marked or self.main_depth > 0)))
         self._stack.append((tag, drop, main))
         if drop:
             self._skip += 1

@@ -113,6 +113,24 @@ def test_html_read_the_docs_theme_keeps_its_article_body() -> None:
     assert clean_document(page("notes.html", bare)).text == "# Notes\n\nPlain text.\n"
 
 
+def test_html_docutils_asides_in_the_main_content_are_text_and_a_themes_aside_is_not() -> None:
+    """Docutils (0.18 and later) writes a `.. sidebar::`, a `.. topic::` and footnotes as `<aside>`: inside the
+    page's main content they are its own text. A theme's aside (a version banner) stays out."""
+    html = """<html><head><title>Workers</title></head><body>
+    <aside id="bd-header-version-warning" class="d-none">You are reading an old version.</aside>
+    <div class="body" role="main"><section id="time-limits"><h2>Time Limits</h2>
+    <aside class="sidebar"><p class="sidebar-title">Soft, or hard?</p>
+    <p>The soft time limit allows the task to catch an exception to clean up.</p></aside>
+    <p>A single task can potentially run forever.</p>
+    <aside class="topic"><p class="topic-title">Related settings</p><p>task_time_limit</p></aside>
+    <aside class="footnote brackets" id="id4" role="note"><p>Only on the prefork pool.</p></aside>
+    </section></div><div class="sphinxsidebar" role="navigation">Quick search</div></body></html>"""
+    text = clean_document(page("userguide/workers.html", html)).text
+    assert "The soft time limit allows the task to catch an exception to clean up." in text
+    assert "Related settings" in text and "Only on the prefork pool." in text
+    assert "old version" not in text and "Quick search" not in text
+
+
 def test_html_boilerplate_hints_are_words_not_parts_of_words() -> None:
     """A Sphinx page (pydata theme): each section carries its heading's slug as its id, and a slug may hold a
     boilerplate name inside a word (gene*rating*, pro*toc*ol) or start with one (skipping). The sections stay;
