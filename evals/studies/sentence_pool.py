@@ -9,11 +9,11 @@ candidate is held by one). Offline, it then compares orders of the same pools by
 first, or first three, candidates hold the evidence, and fits a logistic scorer on some corpora to test it on
 others (corpora, never questions, are split, so a fitted weight never sees the pages it is tested on).
 
-    python -m evals.studies.sentence_pool record --source evals/corpora/trio/docs \
+    ragline eval sentence-pools --source evals/corpora/trio/docs \
         --golden evals/golden/trio.jsonl --out pools.trio.jsonl
     python -m evals.studies.sentence_pool compare --train pools.a.jsonl pools.b.jsonl --test pools.c.jsonl
 
-`record` builds (or reuses) the set's index under `RAGLINE_HOME`, as `ragline eval` does.
+`ragline eval sentence-pools` builds (or reuses) the set's index under `RAGLINE_HOME` and calls `record`.
 """
 
 from __future__ import annotations
@@ -23,7 +23,6 @@ import json
 import math
 import re
 import sys
-import uuid
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -281,34 +280,14 @@ def compare(train: Sequence[dict[str, Any]], test: Sequence[dict[str, Any]]) -> 
 
 
 def main(argv: Sequence[str] | None = None) -> int:
+    """`compare` (the pools are recorded by `ragline eval sentence-pools`, which opens the set's index)."""
     parser = argparse.ArgumentParser(prog="python -m evals.studies.sentence_pool")
     sub = parser.add_subparsers(dest="command", required=True)
-    rec = sub.add_parser("record")
-    rec.add_argument("--source", required=True)
-    rec.add_argument("--golden", required=True)
-    rec.add_argument("--include", action="append")
-    rec.add_argument("--out", required=True)
     cmp = sub.add_parser("compare")
     cmp.add_argument("--train", nargs="+", required=True)
     cmp.add_argument("--test", nargs="+", required=True)
     args = parser.parse_args(argv)
-    if args.command == "compare":
-        print(json.dumps(compare(load(args.train), load(args.test)), indent=1))
-        return 0
-    from pipelines.settings import Settings
-    from query_graph.service import QueryService
-    from ragline.cli.eval import _golden, _with, eval_settings, opened_index
-
-    settings = eval_settings(Settings(), args.source, args.include, None, None, None)
-    with opened_index(settings, open_vectors=False) as opened:
-        service = QueryService(
-            _with(settings, cache_prefix=f"pools-{uuid.uuid4().hex[:12]}", semantic_cache=False), opened.stores
-        )
-        rows = record(service, _golden([args.golden]))
-    Path(args.out).write_text("".join(json.dumps(r) + "\n" for r in rows))
-    print(
-        f"{len(rows)} questions, {sum(any(c['evidence'] for c in r['pool']) for r in rows)} with evidence in the pool"
-    )
+    print(json.dumps(compare(load(args.train), load(args.test)), indent=1))
     return 0
 
 

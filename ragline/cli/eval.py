@@ -450,6 +450,31 @@ def cmd_eval_sentence_rows(args: argparse.Namespace) -> int:
     return 0
 
 
+def cmd_eval_sentence_pools(args: argparse.Namespace) -> int:
+    """Every answer question's candidate sentences as the default pipeline reads them, labelled by the golden
+    evidence, for `python -m evals.studies.sentence_pool compare` (evals/studies/sentence_pool.py)."""
+    import uuid
+
+    from evals.studies.sentence_pool import record
+    from query_graph.service import QueryService
+
+    try:
+        settings = eval_settings(
+            Settings(), args.source, args.include, args.exclude, args.strategy, args.embedding_model
+        )
+        with opened_index(settings, open_vectors=False) as opened:
+            # A fresh cache namespace and no semantic cache: every question runs the answer step.
+            fresh = _with(settings, cache_prefix=f"pools-{uuid.uuid4().hex[:12]}", semantic_cache=False)
+            rows = record(QueryService(fresh, opened.stores), _golden(args.golden))
+    except (ValueError, OSError, RuntimeError) as exc:
+        print(f"ragline eval: {exc}", file=sys.stderr)
+        return 1
+    Path(args.out).write_text("".join(json.dumps(r) + "\n" for r in rows))
+    held = sum(any(c["evidence"] for c in r["pool"]) for r in rows)
+    print(f"{len(rows)} questions, {held} with the evidence in a sentence of their passages")
+    return 0
+
+
 def cmd_eval_sentences(args: argparse.Namespace) -> int:
     from evals.studies.sentence_ranking import answerers, evaluate_sentence_rankers, load_questions
     from pipelines.retrieval.rerank import CrossEncoderReranker
@@ -567,6 +592,13 @@ def register(commands: Any) -> None:
     rows.add_argument("--ranker", action="store_true", help="with the packaged cross-encoder's scores as features")
     rows.add_argument("--out", required=True)
     rows.set_defaults(func=cmd_eval_sentence_rows)
+    pools = actions.add_parser(
+        "sentence-pools",
+        help="every answer question's candidate sentences with each ranker's reading (evals/studies/sentence_pool.py)",
+    )
+    _source_args(pools)
+    pools.add_argument("--out", required=True)
+    pools.set_defaults(func=cmd_eval_sentence_pools)
     sentences = actions.add_parser(
         "sentences", help="the extractive answer's sentence rankers on XQuAD (evals/studies/sentence_ranking.py)"
     )
