@@ -12,10 +12,11 @@ it, as the passage has it; `block_parts` gives that block as the answer shows it
 
 from __future__ import annotations
 
+import functools
 import itertools
 import re
 import textwrap
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 
 from pipelines.answering.citations import split_sentences
 from pipelines.text.analysis import CJK_RUN
@@ -187,10 +188,13 @@ def introduced(text: str) -> dict[str, str]:
 BLOCK_READ_CHARS = 400  # of an introduced block, what is read with its unit: about one cross-encoder candidate
 
 
-def block_readings(text: str) -> dict[str, str]:
+@functools.lru_cache(maxsize=256)
+def block_readings(text: str) -> Mapping[str, str]:
     """Each unit of `text` that introduces a block (`introduced`), as read with that block: the unit, then the
     block's text without its fences, at most `BLOCK_READ_CHARS` characters of it. "By default these are
-    enabled:" answers a question only with what follows it; read alone it shares few of the question's words."""
+    enabled:" answers a question only with what follows it; read alone it shares few of the question's words.
+    Kept for the last passages read: the answer and its sentence ranker read the same passages' blocks (do not
+    change what it returns)."""
     readings: dict[str, str] = {}
     for unit, block in introduced(text).items():
         shown = " ".join(_FENCE_MARK.sub(" ", " ".join(block_parts(block))).split())

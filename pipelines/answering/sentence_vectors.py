@@ -26,18 +26,21 @@ from pipelines.documents import Chunk
 MIN_CANDIDATES = 3  # below this many texts the cross-encoder's scores are used alone
 
 
+def _ranked_texts(chunk: Chunk) -> list[str]:
+    """What a ranker may be given of a passage: each quotable unit, and a unit's reading with the block it
+    introduces (`block_readings`) after it."""
+    readings = block_readings(chunk.generation_text)
+    return [text for unit, _own in marked_units(chunk) for text in (unit, readings.get(unit)) if text is not None]
+
+
 def unit_headings(chunks: Sequence[Chunk]) -> dict[str, str]:
-    """Each quotable unit of the passages with its chunk's heading path ("Configuration > Sessions"), and each
-    unit's reading with the block it introduces (`block_readings`), which a ranker may be given instead; a unit two
-    passages hold keeps the first one's."""
+    """Each quotable unit of the passages (and its reading with its block) with its chunk's heading path
+    ("Configuration > Sessions"); a unit two passages hold keeps the first one's."""
     headings: dict[str, str] = {}
     for chunk in chunks:
         path = " > ".join(chunk.heading_path)
-        readings = block_readings(chunk.generation_text)
-        for unit, _own in marked_units(chunk):
-            headings.setdefault(unit, path)
-            if unit in readings:
-                headings.setdefault(readings[unit], path)
+        for text in _ranked_texts(chunk):
+            headings.setdefault(text, path)
     return headings
 
 
@@ -46,11 +49,8 @@ def unit_passage_scores(scored_chunks: Sequence[tuple[Chunk, float]]) -> dict[st
     score of the best passage that holds it (the `cross_encoder_vectors_rank` variant's third reading)."""
     scores: dict[str, float] = {}
     for chunk, score in scored_chunks:
-        readings = block_readings(chunk.generation_text)
-        for unit, _own in marked_units(chunk):
-            for text in (unit, readings.get(unit)):
-                if text is not None:
-                    scores[text] = max(score, scores.get(text, score))
+        for text in _ranked_texts(chunk):
+            scores[text] = max(score, scores.get(text, score))
     return scores
 
 
