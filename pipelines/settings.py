@@ -340,7 +340,10 @@ class Settings(BaseSettings):
     source_language: str | None = Field(
         "en", description="Language the documents are written in and translated from (ISO code); None: no source lane."
     )
-    rerank: Literal["none", "cross_encoder"] = Field("none", description="Rerank variant.")
+    rerank: Literal["none", "cross_encoder", "cross_encoder_mean_rank"] = Field(
+        "none",
+        description="Rerank variant: the cross-encoder's order, or the mean of its rank and the fused rank.",
+    )
     reranker_model: str = Field("ms-marco-MiniLM-L-12-v2-int8", description="Catalogue name of the cross-encoder.")
     reranker_path: Path | None = Field(
         None, description="Folder holding the cross-encoder's files instead of its package (still sha256-checked)."

@@ -111,7 +111,7 @@ class BackHalf:
             in ("cross_encoder", "cross_encoder_vectors", "cross_encoder_vectors_rank", "asked")
             or variants["answer_gate"] != "off"
         )
-        if variants["rerank"] == "cross_encoder" or reads_sentences:
+        if variants["rerank"] != "none" or reads_sentences:
             inputs["reranker"] = self.reranker()  # RerankUnavailable when its file is missing or altered
         uses_model = variants["follow_up_rewrite"] == "llm"
         if uses_model or variants["generator"] == "litellm" or variants["verify"] in ("llm", "llm_score"):

@@ -26,6 +26,7 @@ from pipelines.retrieval.bm25 import MemoryBM25Cache
 from pipelines.retrieval.feedback import Feedback
 from pipelines.retrieval.hubness import Hubness, HubnessCache
 from pipelines.retrieval.language_lanes import Lane, lanes
+from pipelines.retrieval.rerank import reranked_order
 from pipelines.retrieval.retriever import RetrievalPlan, hit_rules, rule_settings
 from pipelines.retrieval.translations import Originals, OriginalsCache
 from pipelines.settings import Settings
@@ -47,6 +48,7 @@ class SearchSetup:
     fusion_weights: tuple[float, float] | None = None  # weighted_rrf: (dense, bm25)
     rerank: RerankScorer | None = None
     rerank_depth: int = 30
+    rerank_order: str = "cross_encoder"  # hybrid+rerank's order (pipelines/retrieval/rerank.py RERANK_ORDERS)
     bm25_analyzer: str = "plain"  # the index's (its sparse vectors were written with it)
     index_languages: tuple[str, ...] = ()  # the index version's
     language_route: str = "question_and_source"
@@ -80,6 +82,7 @@ class SearchSetup:
             "fusion": settings.fusion,
             "fusion_weights": (settings.fusion_weights[0], settings.fusion_weights[1]),
             "rerank_depth": settings.rerank_depth,
+            "rerank_order": settings.rerank if settings.rerank != "none" else "cross_encoder",
             "language_route": settings.language_route,
             "source_language": settings.source_language,
             "language_min_confidence": settings.language_min_confidence,
@@ -163,9 +166,7 @@ def run_mode(mode: str, question: str, question_vector: np.ndarray, setup: Searc
         pool = _search("hybrid", question, question_vector, setup, max(limit, setup.rerank_depth))
         head, tail = pool[: setup.rerank_depth], pool[setup.rerank_depth :]
         scores = list(setup.rerank(question, head)) if head else []
-        # Stable sort: equal cross-encoder scores keep their fused order.
-        order = sorted(range(len(head)), key=lambda i: -scores[i])
-        chunks = [head[i] for i in order] + tail
+        chunks = [head[i] for i in reranked_order(scores, setup.rerank_order)] + tail
         chunks = chunks[:limit]
     else:
         raise ValueError(f"unknown mode {mode!r}; known: {list(MODES)}")

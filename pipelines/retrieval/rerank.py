@@ -67,6 +67,24 @@ def best_window(question: str, passage: str, budget: int, token_starts: Callable
     return " ".join(units[best[0] : best[1]])
 
 
+# How the rerank step orders the fused candidates it scored: by the cross-encoder alone (`cross_encoder`), or by
+# the mean of the fused rank and the cross-encoder's rank (`cross_encoder_mean_rank`), so that neither a
+# confident cross-encoder nor the fusion alone moves a candidate to the top.
+RERANK_ORDERS = ("cross_encoder", "cross_encoder_mean_rank")
+
+
+def reranked_order(logits: Sequence[float], order: str = "cross_encoder") -> list[int]:
+    """The positions of the scored candidates (given in fused order) in the order the rerank step returns
+    them. Ties keep the fused order."""
+    if order not in RERANK_ORDERS:
+        raise ValueError(f"unknown rerank order {order!r}; known: {', '.join(RERANK_ORDERS)}")
+    by_logit = sorted(range(len(logits)), key=lambda i: -logits[i])  # stable: ties keep the fused order
+    if order == "cross_encoder":
+        return by_logit
+    rank = {position: r for r, position in enumerate(by_logit)}
+    return sorted(range(len(logits)), key=lambda i: (i + rank[i], i))
+
+
 class CrossEncoderReranker:
     """The cross-encoder as `threads` single-threaded onnxruntime sessions, each scoring its own batches
     at the same time. One session with `threads` intra-op threads splits every operator between the

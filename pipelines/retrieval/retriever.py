@@ -33,7 +33,7 @@ from pipelines.retrieval.feedback import Feedback
 from pipelines.retrieval.hubness import Hubness, HubnessCache, penalised
 from pipelines.retrieval.language_lanes import Lane, fuse_lanes, lanes
 from pipelines.retrieval.release_notes import asks_about_releases, is_release_notes
-from pipelines.retrieval.rerank import CrossEncoderReranker
+from pipelines.retrieval.rerank import CrossEncoderReranker, reranked_order
 from pipelines.retrieval.translations import Originals, OriginalsCache
 from pipelines.retrieval.vocabulary import language_words
 from pipelines.settings import Settings
@@ -492,17 +492,19 @@ def build_plan(
 @dataclass(frozen=True)
 class RerankPlan:
     """The rerank step as an object, so CRAG's second retrieval is reranked the same way: `top_k`
-    candidates, in the cross-encoder's order when there is one, else in the fused order."""
+    candidates, in the rerank order when there is a cross-encoder (`rerank.reranked_order`), else in the
+    fused order."""
 
     reranker: CrossEncoderReranker | None
     top_k: int
+    order: str = "cross_encoder"
 
     def apply(self, question: str, candidates: list[Candidate]) -> list[Candidate]:
         if self.reranker is None:
             return candidates[: self.top_k]
         logits = self.reranker.scores(question, [c.chunk.generation_text for c in candidates])
         rescored = [replace(c, rerank_score=s) for c, s in zip(candidates, logits, strict=True)]
-        return sorted(rescored, key=lambda c: (-(c.rerank_score or 0.0), c.fused_rank))[: self.top_k]
+        return [rescored[i] for i in reranked_order(logits, self.order)][: self.top_k]
 
 
 def neighbours_of(candidates: list[Candidate], vector_index: VectorIndex) -> list[Candidate]:
@@ -637,9 +639,11 @@ class ServedRetrieval:
 
     def rerank_plan(self) -> RerankPlan:
         s = self.settings
-        if s.rerank == "cross_encoder" and self.reranker is None:
+        if s.rerank == "none":
+            return RerankPlan(None, s.top_k)
+        if self.reranker is None:
             self.reranker = CrossEncoderReranker(s.reranker_model, s.reranker_path, s.rerank_max_tokens)
-        return RerankPlan(self.reranker if s.rerank == "cross_encoder" else None, s.top_k)
+        return RerankPlan(self.reranker, s.top_k, s.rerank)
 
     def candidates(self, question: str) -> list[Candidate]:
         return self.rerank_plan().apply(question, self.plan(question).run(question))

@@ -41,8 +41,9 @@ def _grade_score(candidates: list[Candidate], plan: RetrievalPlan, embedding: np
     """(score, scale): the top reranker probability, or the top dense cosine."""
     if not candidates:
         return None, "dense"
-    if candidates[0].rerank_score is not None:
-        return probability(candidates[0].rerank_score), "rerank"
+    reranked = [c.rerank_score for c in candidates if c.rerank_score is not None]
+    if reranked:  # the best, wherever the rerank order put it
+        return probability(max(reranked)), "rerank"
     dense = [c.dense_score for c in candidates if c.dense_score is not None]
     if dense:
         return max(dense), "dense"

@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from pipelines.adapters.model_catalogue import CATALOGUE, resolve
-from pipelines.retrieval.rerank import CrossEncoderReranker, RerankUnavailable
+from pipelines.retrieval.rerank import CrossEncoderReranker, RerankUnavailable, reranked_order
 from query_graph.service import QueryFailed
 from tests.query_graph.harbor import Harbor, harbor_index
 
@@ -76,6 +76,32 @@ def test_rerank_variant_reorders_and_reports_scores(harbor: Harbor) -> None:
     assert scores == sorted(scores, reverse=True)
     assert "reranked_candidates" in reply["timings_ms"]
     assert reply["crag"]["scale"] == "rerank"
+
+
+def test_mean_rank_order_needs_both_the_fusion_and_the_cross_encoder() -> None:
+    logits = [0.5, -2.0, 3.0, 1.0, -1.0]  # given in fused order: positions 0..4
+    assert reranked_order(logits, "cross_encoder") == [2, 3, 0, 4, 1]
+    # fused rank + cross-encoder rank: 0+2, 1+4, 2+0, 3+1, 4+3 -> ties (2, 2) keep the fused order
+    assert reranked_order(logits, "cross_encoder_mean_rank") == [0, 2, 3, 1, 4]
+    # a confident cross-encoder alone cannot lift the last fused candidate above the first
+    assert reranked_order([0.0, 0.0, 9.0], "cross_encoder_mean_rank") == [0, 2, 1]
+    assert reranked_order([], "cross_encoder_mean_rank") == []
+    with pytest.raises(ValueError, match="known: cross_encoder, cross_encoder_mean_rank"):
+        reranked_order([1.0], "borda")
+
+
+def test_mean_rank_variant_keeps_what_both_rank_high(harbor: Harbor) -> None:
+    question = "How many times does harbor retry a failed upload?"
+    fused = harbor.service().answer(question, top_k=4)["retrieved"]
+    crossed = harbor.service().answer(question, top_k=4, variants={"rerank": "cross_encoder"})["retrieved"]
+    reply = harbor.service().answer(question, top_k=4, variants={"rerank": "cross_encoder_mean_rank"})
+    assert reply["status"] == "answered" and "three times" in reply["answer"]
+    merged = reply["retrieved"]
+    assert all("rerank_score" in r for r in merged) and reply["crag"]["scale"] == "rerank"
+    fused_rank = {r["chunk_id"]: i for i, r in enumerate(fused)}
+    cross_rank = {r["chunk_id"]: i for i, r in enumerate(crossed)}
+    sums = [fused_rank.get(r["chunk_id"], 99) + cross_rank.get(r["chunk_id"], 99) for r in merged]
+    assert sums == sorted(sums)  # ordered by the sum of the two ranks
 
 
 def test_altered_reranker_file_is_503_rerank_unavailable(harbor: Harbor, tmp_path: Path) -> None:
