@@ -31,7 +31,8 @@ SETS = {"alembic": "al", "coverage": "cv", "markdown": "md", "werkzeug": "wz", "
         "structlog": "sl", "attrs": "at", "flask": "fl", "pymdown-extensions": "px", "anyio": "an", "cattrs": "ca",
         "hatch": "ht", "urllib3": "ul", "apscheduler": "as", "trio": "tr",
         "cookiecutter": "cc", "black": "bk", "doit": "di", "babel": "bb", "griffe": "gf", "behave": "bh",
-        "docutils": "du", "celery": "ce", "aiohttp": "ah", "intake": "ik"}  # fmt: skip
+        "docutils": "du", "celery": "ce", "aiohttp": "ah", "intake": "ik",
+        "kombu": "kb", "mako": "mk"}  # fmt: skip
 
 TYPES = {"single-fact", "paraphrase", "identifier", "list", "comparison", "multi-page", "false-premise",
          "unanswerable", "off-topic", "vague"}  # fmt: skip
