@@ -477,6 +477,11 @@ class Settings(BaseSettings):
         description="With `clarify_vague`, also ask back a complaint that names one thing and no detail "
         '("prompt not working").',
     )
+    clarify_unnamed: bool = Field(
+        False,
+        description="With `clarify_vague`, also ask back a question that names only a kind of thing "
+        '("which version?") or acts on an unnamed "it" ("how do I turn it off?").',
+    )
     semantic_cache: bool = Field(True, description="Use the semantic cache (needs a threshold, calibrated or set).")
     semantic_cache_store: Literal["edge", "postgres"] = Field(
         "edge",

@@ -238,6 +238,7 @@ class FrontHalf:
             "language_index_words": s.language_index_words,
             "clarify_vague": s.clarify_vague,
             "clarify_complaints": s.clarify_complaints,
+            "clarify_unnamed": s.clarify_unnamed,
             "calibration_version": self.calibration_version,
             "topic_setup": TopicSetup(centroid, s.topic_floor),
             "semantic_setup": self.semantic_setup(version.version),

@@ -42,6 +42,20 @@ _CJK_GENERIC = re.compile(
 )
 
 
+# Nouns documentation uses for a kind of thing: alone, they say what kind of thing is asked about, not which one
+# ("Which version should I use?", "How do I set the timeout?").
+_KIND = frozenset(
+    """setting settings option options config configuration parameter parameters param params argument arguments
+    arg args flag flags value values default defaults version versions limit limits format formats time times
+    timeout timeouts title titles name names directory directories folder folders path paths file files mode modes
+    type types level levels size sizes number numbers thing things stuff way ways one ones two part parts feature
+    features function functions method methods command commands variable variables key keys field fields property
+    properties attribute attributes behaviour behavior output input result results""".split()  # noqa: SIM905
+)
+# "it" or "them" with nothing in the question saying what they are.
+_UNNAMED_REFERENCE = re.compile(r"\b(?:it|them)\b", re.IGNORECASE)
+
+
 # A complaint: something is wrong, broken or does not work (not a question about errors as a topic).
 _COMPLAINT = re.compile(
     r"\b(?:broken|wrong|weird|fail|fails|failing|failed|crash\w*|bug|bugs|problem|problems|issue|issues)\b|"
@@ -53,17 +67,18 @@ _COMPLAINT = re.compile(
 class Vagueness:
     vague: bool
     content_words: tuple[str, ...]
-    reason: str  # "no_subject", "problem_without_subject", "problem_without_detail", "empty" or "specific"
+    reason: str  # "no_subject", "problem_without_subject", "problem_without_detail", "unnamed", "empty" or "specific"
 
 
 def content_words(question: str) -> tuple[str, ...]:
     """Words that name a subject: not function words, not generic help words; identifiers always count."""
     kept = []
-    for raw in _WORD.findall(question):
+    for match in _WORD.finditer(question):
+        raw = match.group(0)
         word = raw.strip(".-/'’").replace("’", "'")
         if not word:
             continue
-        if _IDENTIFIER.search(raw.strip(".?!,;")):
+        if _IDENTIFIER.search(raw.strip(".?!,;")) or _is_option(question, match.start()):
             kept.append(word)
             continue
         lower = word.lower()
@@ -81,9 +96,17 @@ _PROBLEM = re.compile(
 )
 
 
-def judge(question: str, complaints: bool = False) -> Vagueness:
+def _is_option(text: str, start: int) -> bool:
+    """A word written as a command-line option ("--help", "-v"): dashes before it, not inside a word."""
+    dashes = len(text[:start]) - len(text[:start].rstrip("-"))
+    return 1 <= dashes <= 2 and (start == dashes or not text[start - dashes - 1].isalnum())
+
+
+def judge(question: str, complaints: bool = False, unnamed: bool = False) -> Vagueness:
     """`complaints`: a complaint that names one thing and nothing else ("prompt not working", "why is the
-    output wrong?") is vague too: no command, setting, identifier or error message says what went wrong."""
+    output wrong?") is vague too: no command, setting, identifier or error message says what went wrong.
+    `unnamed`: so is a question whose only content word is a kind of thing ("which version?"), or one that acts
+    on an "it" or "them" and keeps at most one other content word, not a name ("how do I turn it off?")."""
     text = question.strip()
     if not text:
         return Vagueness(True, (), "empty")
@@ -91,10 +114,32 @@ def judge(question: str, complaints: bool = False) -> Vagueness:
     words = content_words(_CJK.sub(" ", text))
     if complaints and len(words) == 1 and not cjk and _complaint_without_detail(text, words[0]):
         return Vagueness(True, words, "problem_without_detail")
+    if unnamed and words and not cjk and _names_no_instance(text, words):
+        return Vagueness(True, words, "unnamed")
     if words or len(cjk) >= 4:
         return Vagueness(False, words, "specific")
     reason = "problem_without_subject" if _PROBLEM.search(text.lower()) else "no_subject"
     return Vagueness(True, words, reason)
+
+
+def _names_no_instance(text: str, words: tuple[str, ...]) -> bool:
+    """Only a kind word, or an unnamed "it"/"them" with at most one other word, none of them a name."""
+    if any(_IDENTIFIER.search(w) for w in words):
+        return False
+    if len(words) == 1 and words[0] in _KIND:
+        return True
+    others = [w for w in words if w not in _KIND]
+    return len(others) <= 1 and bool(_UNNAMED_REFERENCE.search(text)) and not (set(others) & _written_as_names(text))
+
+
+def _written_as_names(text: str) -> set[str]:
+    """Words capitalised after the question's first word, and acronyms, lowercased."""
+    names = set()
+    for position, raw in enumerate(_WORD.findall(text)):
+        word = raw.strip(".-/'’")
+        if len(word) >= 2 and ((position > 0 and word[0].isupper()) or word.isupper()):
+            names.add(word.lower())
+    return names
 
 
 def _complaint_without_detail(text: str, word: str) -> bool:
@@ -113,6 +158,13 @@ def clarifying_question(vagueness: Vagueness, example_topics: list[str] | None =
             "Which part is not working? Tell me what you ran or configured, what you expected, and what happened "
             "instead (the exact error message helps)."
         )
+    elif vagueness.reason == "unnamed" and len(vagueness.content_words) == 1 and vagueness.content_words[0] in _KIND:
+        ask = (
+            f"Which {vagueness.content_words[0]} do you mean? Say which feature, command or page it belongs to, "
+            "and what you want to do."
+        )
+    elif vagueness.reason == "unnamed":
+        ask = "What does “it” refer to here? Name the feature, setting or command your question is about."
     else:
         ask = "Could you say which feature, setting, command or page your question is about, and what you want to do?"
     if example_topics:

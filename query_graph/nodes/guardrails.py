@@ -57,10 +57,15 @@ def guardrail_verdict(
 
 
 def vagueness(
-    question: str, guardrail_verdict: Verdict, clarify_vague: bool, clarify_complaints: bool = True
+    question: str,
+    guardrail_verdict: Verdict,
+    clarify_vague: bool,
+    clarify_complaints: bool = True,
+    clarify_unnamed: bool = False,
 ) -> Vagueness:
-    """Whether the question names a subject at all, or (`clarify_complaints`) only complains about one thing
-    (only judged for allowed questions, when enabled)."""
+    """Whether the question names a subject at all, or (`clarify_complaints`) only complains about one thing, or
+    (`clarify_unnamed`) names only a kind of thing or an unnamed "it" (only judged for allowed questions, when
+    enabled)."""
     if not clarify_vague or not guardrail_verdict.allowed:
         return Vagueness(False, (), "not_judged")
-    return judge(question, clarify_complaints)
+    return judge(question, clarify_complaints, clarify_unnamed)

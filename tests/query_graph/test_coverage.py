@@ -61,3 +61,11 @@ def test_breadth_asks_back_when_the_one_subject_word_is_on_most_pages(harbor: Ha
     }
     off = harbor.service(breadth="off").answer("harbor?")
     assert off["status"] != "clarify" and off["breadth"]["broad"] is False
+
+
+def test_a_question_naming_only_a_kind_of_thing_is_asked_back_when_the_setting_is_on(harbor: Harbor) -> None:
+    question = "Which version should I use?"
+    asked = harbor.service(clarify_unnamed=True).answer(question)
+    assert asked["status"] == "clarify" and asked["citations"] == []
+    assert asked["answer"].startswith("Which version do you mean?")
+    assert harbor.service(clarify_unnamed=False).answer(question)["status"] != "clarify"

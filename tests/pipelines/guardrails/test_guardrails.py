@@ -189,3 +189,37 @@ def test_a_complaint_about_one_thing_is_vague_when_asked_to_be(question: str, va
         assert judged.reason == "problem_without_detail"
         assert judged.content_words[0] in clarifying_question(judged)
     assert not judge(question).vague  # off: every one of them names a subject
+
+
+@pytest.mark.parametrize(
+    ("question", "vague"),
+    [
+        ("Which version should I use?", True),  # a kind of thing, not which one
+        ("how do I set the timeout", True),
+        ("How do I turn it off?", True),  # "it" with nothing naming it
+        ("Can I make them quieter?", True),
+        ("What is the default timeout?", False),  # two words: which timeout is then the question
+        ("Does it work on Windows?", False),  # a name: "it" is the documented product
+        ("How do I set it with MAX_WORKERS?", False),  # an identifier
+        ("How do I turn off autoescaping?", False),
+        ("How do I rotate the signing key?", False),
+    ],
+)
+def test_a_question_naming_only_a_kind_of_thing_is_vague_when_asked_to_be(question: str, vague: bool) -> None:
+    judged = judge(question, complaints=True, unnamed=True)
+    assert judged.vague is vague, judged
+    if vague:
+        assert judged.reason == "unnamed" and clarifying_question(judged).endswith(".")
+    assert not judge(question, complaints=True).vague  # off: each keeps a content word
+
+
+def test_the_clarifying_question_names_the_kind_of_thing_asked_about() -> None:
+    assert clarifying_question(judge("Which version?", unnamed=True)).startswith("Which version do you mean?")
+    assert "“it”" in clarifying_question(judge("How do I skip it?", unnamed=True))
+
+
+@pytest.mark.parametrize("question", ["--help?", "how do I use -v", "show defaults in --help"])
+def test_an_option_written_with_its_dashes_names_a_subject(question: str) -> None:
+    judged = judge(question, complaints=True, unnamed=True)
+    assert not judged.vague, judged
+    assert {"help", "v"} & set(judged.content_words), judged
