@@ -373,7 +373,10 @@ class Settings(BaseSettings):
     crag: Literal["graded", "off"] = Field("graded", description="CRAG variant: grade retrieval and act, or not.")
     crag_lower: float = Field(0.55, description="CRAG: top dense cosine below this rewrites the query.")
     crag_upper: float = Field(0.70, description="CRAG: top dense cosine at or above this generates directly.")
-    crag_rerank_lower: float = Field(0.05, description="CRAG: top reranker probability below this rewrites.")
+    crag_rerank_lower: float = Field(
+        0.0,
+        description="CRAG: top reranker probability below this rewrites (0: never, until `ragline calibrate` fits it).",
+    )
     crag_rerank_upper: float = Field(0.50, description="CRAG: top reranker probability at or above this generates.")
     generator: Literal["extractive", "litellm", "local"] = Field(
         "extractive",
