@@ -1,7 +1,7 @@
 """CRAG nodes: grade the retrieval, then generate, refine into strips, or rewrite once and retry.
 
-The graded score is the reranker's probability for the top candidate when a cross-encoder ran
-(bands `crag_rerank_lower/upper`), otherwise the top dense cosine (bands `crag_lower/upper`).
+The graded score is the reranker's best probability when a cross-encoder ran (bands `crag_rerank_lower/upper`; the
+lower one is 0 until `ragline calibrate` fits it), otherwise the top dense cosine (bands `crag_lower/upper`).
 """
 
 from __future__ import annotations
@@ -38,7 +38,7 @@ class CragOutcome:
 
 
 def _grade_score(candidates: list[Candidate], plan: RetrievalPlan, embedding: np.ndarray) -> tuple[float | None, str]:
-    """(score, scale): the top reranker probability, or the top dense cosine."""
+    """(score, scale): the best reranker probability, or the top dense cosine."""
     if not candidates:
         return None, "dense"
     reranked = [c.rerank_score for c in candidates if c.rerank_score is not None]
