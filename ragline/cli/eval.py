@@ -264,6 +264,16 @@ def _with(settings: Settings, **overrides: Any) -> Settings:
     return Settings(**{**settings.model_dump(), **overrides})
 
 
+def _fresh_service(settings: Settings, opened: OpenedIndex, tag: str, **overrides: Any) -> Any:
+    """A query service over the opened index with a cache namespace of its own: an evaluation measures the
+    pipeline, never an earlier run's cached replies."""
+    import uuid
+
+    from query_graph.service import QueryService
+
+    return QueryService(_with(settings, cache_prefix=f"{tag}-{uuid.uuid4().hex[:12]}", **overrides), opened.stores)
+
+
 def _answer_run(
     settings: Settings,
     opened: OpenedIndex,
@@ -272,13 +282,10 @@ def _answer_run(
     variants: dict[str, str] | None = None,
     access: Access = EVERYTHING,
 ) -> Any:
-    import uuid
-
     from evals.answers import run_answers
-    from query_graph.service import QueryFailed, QueryService
+    from query_graph.service import QueryFailed
 
-    # A fresh cache namespace: an evaluation measures the pipeline, never an earlier run's cached replies.
-    service = QueryService(_with(settings, cache_prefix=f"eval-{uuid.uuid4().hex[:12]}"), opened.stores)
+    service = _fresh_service(settings, opened, "eval")
     if variants:
         options = service.variant_options()
         for node, variant in variants.items():
@@ -428,18 +435,15 @@ def cmd_eval_lanes(args: argparse.Namespace) -> int:
 def cmd_eval_sentence_rows(args: argparse.Namespace) -> int:
     """The candidate sentences of a golden set's tuning questions, as the `asked` selection reads them, for
     `python -m evals.studies.answer_sentences fit --golden FILE` (evals/studies/answer_sentences.py)."""
-    import uuid
-
     from evals.golden import restrict_to_half
     from evals.studies.answer_sentences import golden_rows
-    from query_graph.service import QueryService
 
     base = Settings()
     try:
         settings = eval_settings(base, args.source, args.include, args.exclude, args.strategy, args.embedding_model)
         questions = restrict_to_half(_golden(args.golden), "tuning")
         with opened_index(settings, open_vectors=False) as opened:
-            service = QueryService(_with(settings, cache_prefix=f"rows-{uuid.uuid4().hex[:12]}"), opened.stores)
+            service = _fresh_service(settings, opened, "rows")
             ranker = service.back.reranker().scores if args.ranker else None
             rows = golden_rows(service, questions, ranker)
     except (ValueError, OSError, RuntimeError) as exc:
@@ -453,19 +457,15 @@ def cmd_eval_sentence_rows(args: argparse.Namespace) -> int:
 def cmd_eval_sentence_pools(args: argparse.Namespace) -> int:
     """Every answer question's candidate sentences as the default pipeline reads them, labelled by the golden
     evidence, for `python -m evals.studies.sentence_pool compare` (evals/studies/sentence_pool.py)."""
-    import uuid
-
     from evals.studies.sentence_pool import record
-    from query_graph.service import QueryService
 
     try:
         settings = eval_settings(
             Settings(), args.source, args.include, args.exclude, args.strategy, args.embedding_model
         )
         with opened_index(settings, open_vectors=False) as opened:
-            # A fresh cache namespace and no semantic cache: every question runs the answer step.
-            fresh = _with(settings, cache_prefix=f"pools-{uuid.uuid4().hex[:12]}", semantic_cache=False)
-            rows = record(QueryService(fresh, opened.stores), _golden(args.golden))
+            # No semantic cache either: every question runs the answer step.
+            rows = record(_fresh_service(settings, opened, "pools", semantic_cache=False), _golden(args.golden))
     except (ValueError, OSError, RuntimeError) as exc:
         print(f"ragline eval: {exc}", file=sys.stderr)
         return 1
