@@ -394,14 +394,15 @@ class Settings(BaseSettings):
     local_llm_port: int = Field(0, description="Loopback port of the local model's server; 0: a free one.")
     local_llm_start_seconds: float = Field(180.0, description="Longest wait for the local model's server to answer.")
     sentence_ranker: Literal[
-        "asked", "lexical", "cross_encoder", "cross_encoder_vectors", "cross_encoder_vectors_rank"
+        "asked", "lexical", "cross_encoder", "cross_encoder_vectors", "cross_encoder_vectors_rank", "vectors_rank"
     ] = Field(
         "cross_encoder_vectors_rank",
         description="How an extractive answer chooses its sentences among the best-covering ones: by the packaged "
         "cross-encoder's score, the embedding model's cosine of question and \"heading: sentence\" and the retrieval "
         "score of the sentence's passage, added as z-scores (`cross_encoder_vectors_rank`, the default since "
         "2026-12-06; English questions, others keep the lexical order), by the first two alone "
-        "(`cross_encoder_vectors`), by the cross-encoder's score alone (`cross_encoder`), by their coverage of the question's words (`lexical`), or by "
+        "(`cross_encoder_vectors`), by the last two alone (`vectors_rank`, no cross-encoder), by the cross-encoder's "
+        "score alone (`cross_encoder`), by their coverage of the question's words (`lexical`), or by "
         "what the question asks (`asked`: a logistic model over the sentence's coverage, the kind of value it holds "
         "and the cross-encoder's score). docs/decisions/sentence-selection.md.",
     )

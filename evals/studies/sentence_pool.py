@@ -48,6 +48,7 @@ _ASKS_YES_NO = re.compile(r"^\s*(?:can|does|do|is|are|will|should|must|may)\b", 
 _DIGIT = re.compile(r"\d")
 _CODE = re.compile(r"`|\(\)|=|--|\b\w+\.\w+\(|\b[a-z]+_[a-z_]+\b")
 _NEGATION = re.compile(r"\b(?:not|no|never|cannot|can't|don't|doesn't|isn't|won't|only)\b", re.IGNORECASE)
+OUTSIDE = -1e8  # a scorer's score below this: the candidate is not one it orders (outside the pool)
 MIN_HELD = 25  # a candidate this long (normalised characters) that an evidence string holds is labelled evidence
 
 FEATURES = (
@@ -87,10 +88,17 @@ def record(service: Any, questions: Sequence[Any]) -> list[dict[str, Any]]:
     """Each answerable question's pool as the default pipeline builds it, with every candidate's readings.
     `service`: a `QueryService` over the set's index. The pool is seen by wrapping the extractive module's
     `ranked` and `score_sentences` for the duration (a study, never the served path)."""
+    from query_graph.nodes import generation
     from query_graph.service import QueryFailed
 
     seen: dict[str, Any] = {}
     original_ranked, original_score = extractive.ranked, extractive.score_sentences
+    original_passage_scores = generation.unit_passage_scores
+
+    def recording_passage_scores(scored_chunks: Sequence[tuple[Chunk, float]]) -> dict[str, float]:
+        found = original_passage_scores(scored_chunks)
+        seen["passage_scores"] = found
+        return found
 
     def recording_score(
         question: str,
@@ -122,6 +130,7 @@ def record(service: Any, questions: Sequence[Any]) -> list[dict[str, Any]]:
     reranker = service.back.reranker()
     rows: list[dict[str, Any]] = []
     extractive.ranked, extractive.score_sentences = recording_ranked, recording_score
+    generation.unit_passage_scores = recording_passage_scores
     try:
         for n, q in enumerate(questions, 1):
             if q.expected != "answer" or not q.evidence:
@@ -155,6 +164,8 @@ def record(service: Any, questions: Sequence[Any]) -> list[dict[str, Any]]:
                 {
                     "text": s.text,
                     "read_with_block": s.text in readings,
+                    "reading": readings.get(s.text),  # with its block, as the ranker reads it (None: the text)
+                    "chunk": s.chunk_id,
                     "heading": h,
                     "page": chunks[s.chunk_id].document_id,
                     "rank": s.rank,
@@ -164,6 +175,8 @@ def record(service: Any, questions: Sequence[Any]) -> list[dict[str, Any]]:
                     "default": float(default.get(s.text, -1e9)),
                     "cross_encoder": float(c),
                     "cosine": float(v),
+                    # the retrieval score of its best passage, as the default ranker's third reading (None: not read)
+                    "passage_score": seen.get("passage_scores", {}).get(readings.get(s.text, s.text)),
                     "evidence": labelled(s.text, q.evidence),
                 }
                 for s, h, c, v in zip(every, headings, cross, cosine, strict=True)
@@ -175,6 +188,7 @@ def record(service: Any, questions: Sequence[Any]) -> list[dict[str, Any]]:
             print(f"  {n}/{len(questions)} {q.id}", file=sys.stderr, flush=True)
     finally:
         extractive.ranked, extractive.score_sentences = original_ranked, original_score
+        generation.unit_passage_scores = original_passage_scores
     return rows
 
 
@@ -236,7 +250,7 @@ def hits(rows: Sequence[dict[str, Any]], scorer: Scorer, top: int) -> tuple[int,
         total += 1
         scores = list(scorer(row))
         order = sorted(range(len(labels)), key=lambda i: -scores[i])[:top]
-        found += any(labels[i] for i in order)
+        found += any(labels[i] for i in order if scores[i] > OUTSIDE)
     return found, total
 
 
@@ -279,15 +293,97 @@ def compare(train: Sequence[dict[str, Any]], test: Sequence[dict[str, Any]]) -> 
     return report
 
 
+def _previous(pool: Sequence[dict[str, Any]]) -> list[str | None]:
+    """Each candidate's preceding own sentence in its passage (None: it opens the passage's own text)."""
+    by_place = {(c["chunk"], c["position"]): c["text"] for c in pool}
+    return [by_place.get((c["chunk"], c["position"] - 1)) for c in pool]
+
+
+def cross_readings(rows: Sequence[dict[str, Any]], scores: Callable[[str, list[str]], Sequence[float]]) -> None:
+    """Adds to each candidate the cross-encoder's reading of it under its heading ("heading: text") and after the
+    sentence before it ("previous text"), as the ranker's other possible inputs (`replay`)."""
+    for n, row in enumerate(rows, 1):
+        pool = row["pool"]
+        if not pool:
+            continue
+        texts = [c.get("reading") or c["text"] for c in pool]
+        headed = [f"{c['heading']}: {t}" if c["heading"] else t for c, t in zip(pool, texts, strict=True)]
+        after = [f"{p} {t}" if p else t for p, t in zip(_previous(pool), texts, strict=True)]
+        for c, h, w in zip(pool, scores(row["question"], headed), scores(row["question"], after), strict=True):
+            c["cross_encoder_heading"], c["cross_encoder_window"] = float(h), float(w)
+        print(f"  {n}/{len(rows)} {row['id']}", file=sys.stderr, flush=True)
+
+
+def _summed(
+    row: dict[str, Any], readings: Sequence[str], boost: Callable[[dict[str, Any]], float] | None = None
+) -> list[float]:
+    """The default ranker's order rebuilt from `readings` (each a z-score over the pool of 12); outside it, -1e9."""
+    pool = [c for c in row["pool"] if c["in_pool"]]
+    if not pool:
+        return [-1e9 for _ in row["pool"]]
+    summed = np.zeros(len(pool))
+    for key in readings:
+        values = [c.get(key) for c in pool]
+        if key == "passage_score":
+            known = [v for v in values if v is not None]
+            values = [v if v is not None else (min(known) if known else 0.0) for v in values]
+        summed += np.asarray(_z([float(v) for v in values]))
+    if boost is not None:
+        summed += np.asarray([boost(c) for c in pool])
+    by_text = {c["text"]: float(v) for c, v in zip(pool, summed, strict=True)}
+    return [by_text.get(c["text"], -1e9) if c["in_pool"] else -1e9 for c in row["pool"]]
+
+
+def replay(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
+    """The default ranker's three readings against variants that change one of them, on the same pools."""
+    base = ("cross_encoder", "cosine", "passage_score")
+
+    def value_boost(row: dict[str, Any]) -> Callable[[dict[str, Any]], float]:
+        asked = bool(_ASKS_VALUE.search(row["question"]))
+        return lambda c: float(asked and bool(_DIGIT.search(c["text"]) or "default" in c["text"].lower()))
+
+    scorers: dict[str, Scorer] = {
+        "recorded": lambda r: [c["default"] for c in r["pool"]],
+        "replayed": lambda r: _summed(r, base),
+        "heading": lambda r: _summed(r, ("cross_encoder_heading", "cosine", "passage_score")),
+        "heading_added": lambda r: _summed(r, (*base, "cross_encoder_heading")),
+        "window": lambda r: _summed(r, ("cross_encoder_window", "cosine", "passage_score")),
+        "window_added": lambda r: _summed(r, (*base, "cross_encoder_window")),
+        "value_boost": lambda r: _summed(r, base, value_boost(r)),
+        "vectors_rank": lambda r: _summed(r, ("cosine", "passage_score")),  # no cross-encoder
+    }
+    report: dict[str, Any] = {}
+    for corpus in [*sorted({r["corpus"] for r in rows}), "all"]:
+        chosen = [r for r in rows if r["pool"] and corpus in ("all", r["corpus"])]
+        report[corpus] = {
+            f"{name}@{k}": "{}/{}".format(*hits(chosen, scorer, k)) for name, scorer in scorers.items() for k in (1, 3)
+        }
+    return report
+
+
 def main(argv: Sequence[str] | None = None) -> int:
-    """`compare` (the pools are recorded by `ragline eval sentence-pools`, which opens the set's index)."""
+    """`compare`, `replay` (the pools are recorded by `ragline eval sentence-pools`, which opens the set's index;
+    `replay` loads the packaged cross-encoder to read each candidate under its heading and after its previous
+    sentence)."""
     parser = argparse.ArgumentParser(prog="python -m evals.studies.sentence_pool")
     sub = parser.add_subparsers(dest="command", required=True)
     cmp = sub.add_parser("compare")
     cmp.add_argument("--train", nargs="+", required=True)
     cmp.add_argument("--test", nargs="+", required=True)
+    rep = sub.add_parser("replay")
+    rep.add_argument("pools", nargs="+")
     args = parser.parse_args(argv)
-    print(json.dumps(compare(load(args.train), load(args.test)), indent=1))
+    if args.command == "compare":
+        print(json.dumps(compare(load(args.train), load(args.test)), indent=1))
+        return 0
+    from pipelines.retrieval.rerank import CrossEncoderReranker
+    from pipelines.settings import Settings
+
+    settings = Settings()
+    reranker = CrossEncoderReranker(settings.reranker_model, settings.reranker_path, settings.rerank_max_tokens)
+    rows = load(args.pools)
+    cross_readings(rows, reranker.scores)
+    print(json.dumps(replay(rows), indent=1))
     return 0
 
 

@@ -114,6 +114,23 @@ def answer_sentence_ranker__cross_encoder_vectors_rank(
     return _vectors(reranker, guardrail_language, embedder, query_embedding, context_candidates, passages=True)
 
 
+@config.when(sentence_ranker="vectors_rank")
+def answer_sentence_ranker__vectors_rank(
+    guardrail_language: LanguageGuess,
+    embedder: Embedder,
+    query_embedding: np.ndarray,
+    context_candidates: list[Candidate],
+) -> SentenceRanker | None:
+    """`cross_encoder_vectors_rank` without the cross-encoder: the cosine of the question and "heading: sentence"
+    and the retrieval score of the sentence's passage (pipelines/answering/sentence_vectors.py); English questions
+    only, as the other vector rankers, so the variants differ in one reading."""
+    if guardrail_language.language != "en":
+        return None
+    headings = unit_headings([c.chunk for c in context_candidates])
+    scores = unit_passage_scores([(c.chunk, c.fused_score) for c in context_candidates])
+    return vector_ranker(None, embedder.embed_passages, query_embedding, headings, scores)
+
+
 def _vectors(
     reranker: CrossEncoderReranker,
     language: LanguageGuess,

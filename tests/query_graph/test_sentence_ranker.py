@@ -83,6 +83,8 @@ def test_the_variant_runs_in_the_graph_and_the_reply_says_which_ranker_ordered_i
     assert default["sentence_ranker"] == default["variants"]["sentence_ranker"] == "cross_encoder_vectors_rank"
     vectors = service.answer(QUESTION, variants={"sentence_ranker": "cross_encoder_vectors"})
     assert vectors["sentence_ranker"] == "cross_encoder_vectors" and "7420" in vectors["answer"]
+    no_reranker = service.answer(QUESTION, variants={"sentence_ranker": "vectors_rank"})  # no cross-encoder read
+    assert no_reranker["sentence_ranker"] == "vectors_rank" and "7420" in no_reranker["answer"]
     alone = service.answer(QUESTION, variants={"sentence_ranker": "cross_encoder"})
     assert alone["sentence_ranker"] == alone["variants"]["sentence_ranker"] == "cross_encoder"
     lexical = service.answer(QUESTION, variants={"sentence_ranker": "lexical"})

@@ -6,7 +6,7 @@ from __future__ import annotations
 import numpy as np
 
 from pipelines.adapters.embedders import load_embedder
-from pipelines.answering.sentence_vectors import unit_headings, unit_passage_scores, vector_ranker
+from pipelines.answering.sentence_vectors import VECTOR_SPREAD, unit_headings, unit_passage_scores, vector_ranker
 from pipelines.documents import Document
 from pipelines.ingestion.chunkers import chunk_document
 from pipelines.ingestion.cleaners import clean_markdown
@@ -88,3 +88,21 @@ def test_each_unit_keeps_its_best_passage_score() -> None:
     page = chunks()
     scores = unit_passage_scores([(chunk, 0.2) for chunk in page] + [(chunk, 0.7) for chunk in page])
     assert set(scores) == set(unit_headings(page)) and set(scores.values()) == {0.7}
+
+
+def test_without_the_cross_encoder_the_cosine_and_the_passage_score_decide() -> None:
+    headings = unit_headings(chunks())
+    texts = list(headings)
+    vector = EMBEDDER.embed_query(QUESTION)
+    cosine = EMBEDDER.embed_passages([f"{headings[t]}: {t}" for t in texts]) @ vector
+    passages = {t: float(n) for n, t in enumerate(texts)}
+    scores = np.asarray(vector_ranker(None, EMBEDDER.embed_passages, vector, headings, passages)(QUESTION, texts))
+    place = np.arange(len(texts), dtype=float)
+    summed = (cosine - cosine.mean()) / cosine.std() + (place - place.mean()) / place.std()
+    assert np.allclose(scores, VECTOR_SPREAD * (summed - summed.mean()) / summed.std(), atol=1e-5)
+    assert texts[int(np.argmax(scores))] == "The default is 31 days."
+    # Two spans: the cosine alone, on the same scale; no cross-encoder is read at all.
+    spans = texts[:2]
+    two = vector_ranker(None, EMBEDDER.embed_passages, vector, headings, passages)(QUESTION, spans)
+    alone = EMBEDDER.embed_passages([f"{headings[t]}: {t}" for t in spans]) @ vector  # a batch pads as it is
+    assert np.allclose(two, VECTOR_SPREAD * alone, atol=1e-5)
