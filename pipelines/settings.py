@@ -365,10 +365,12 @@ class Settings(BaseSettings):
         "questions than it caught unanswerable ones on held-out data), only the vocabulary rule. "
         "docs/decisions/coverage.md.",
     )
-    breadth: Literal["common_word", "off"] = Field(
+    breadth: Literal["common_word", "bare_topic", "off"] = Field(
         "off",
         description="Breadth check: `common_word` asks back (`clarify`) when the question's one content word, not "
-        "a name, is on at least 0.31 of the index's pages (docs/decisions/vagueness.md).",
+        "a name, is on at least 0.31 of the index's pages; `bare_topic` when the question is nothing but a topic of "
+        "one or two words (no question word, identifier or number), offering sections of the retrieved passages "
+        "(docs/decisions/vagueness.md).",
     )
     crag: Literal["graded", "off"] = Field("graded", description="CRAG variant: grade retrieval and act, or not.")
     crag_lower: float = Field(0.55, description="CRAG: top dense cosine below this rewrites the query.")

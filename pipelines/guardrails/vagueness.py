@@ -96,6 +96,34 @@ _PROBLEM = re.compile(
 )
 
 
+# Words that make a short query a question ("how?", "is it async?") rather than a bare topic.
+_ASKING = frozenset(
+    """what what's which who whom whose why when where how how's can could should would will shall do does did is
+    are was were may might must""".split()  # noqa: SIM905
+)
+
+
+def bare_topic(question: str, max_words: int = 2) -> tuple[str, ...]:
+    """The question's words when it is nothing but a short topic ("transactions", "hooks?", "tab stuff"): at most
+    `max_words` words, none an identifier, a command-line option or a number, none asking (a question word, "can",
+    "is") and none a function word of the other corpus languages; () otherwise, and for scripts written without
+    spaces, whose words cannot be counted this way."""
+    text = question.strip()
+    if not text or _CJK.search(text):
+        return ()
+    words = []
+    for match in _WORD.finditer(text):
+        raw = match.group(0)
+        if _IDENTIFIER.search(raw.strip(".?!,;")) or _is_option(text, match.start()):
+            return ()
+        word = raw.strip(".-/'’").replace("’", "'").lower()
+        if word in _ASKING or word in _OTHER_FUNCTION_WORDS:
+            return ()
+        if word:
+            words.append(word)
+    return tuple(words) if 1 <= len(words) <= max_words else ()
+
+
 def _is_option(text: str, start: int) -> bool:
     """A word written as a command-line option ("--help", "-v"): dashes before it, not inside a word."""
     dashes = len(text[:start]) - len(text[:start].rstrip("-"))

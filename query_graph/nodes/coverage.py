@@ -9,13 +9,14 @@ from __future__ import annotations
 
 from hamilton.function_modifiers import config
 
-from pipelines.answering.breadth import Breadth, assess_breadth
+from pipelines.answering.breadth import Breadth, assess_bare_topic, assess_breadth
 from pipelines.answering.coverage import Coverage, assess
 from pipelines.caching.built_once import BuiltOnce
 from pipelines.retrieval.retriever import RetrievalPlan
 from pipelines.retrieval.vocabulary import index_holds
 from pipelines.text.analysis import SparseVector, analyzer, term_index
 from pipelines.text.language import LanguageGuess
+from query_graph.nodes.retrieval import Candidate
 
 
 @config.when(coverage="vocabulary")
@@ -67,6 +68,14 @@ def question_breadth__common_word(
         return _pages_holding(plan, lane.language, term)
 
     return assess_breadth(question, guardrail_language.language, terms_of, pages_holding)
+
+
+@config.when(breadth="bare_topic")
+def question_breadth__bare_topic(question: str, reranked_candidates: list[Candidate]) -> Breadth:
+    """A question that is only a short topic is asked back, offering the sections of the best passages (their
+    page title and heading) as examples of what the documents say about it."""
+    sections = [" > ".join(dict.fromkeys([c.chunk.title, *c.chunk.heading_path[-1:]])) for c in reranked_candidates]
+    return assess_bare_topic(question, sections)
 
 
 @config.when(breadth="off")

@@ -49,7 +49,8 @@ def test_breadth_asks_back_when_the_one_subject_word_is_on_most_pages(harbor: Ha
     service = harbor.service(breadth="common_word")
     reply = service.answer("harbor?")  # on every page of the three
     assert reply["status"] == "clarify" and reply["citations"] == []
-    assert reply["breadth"] == {"broad": True, "word": "harbor", "page_share": 1.0} and "“harbor”" in reply["answer"]
+    assert reply["breadth"] == {"broad": True, "word": "harbor", "page_share": 1.0, "sections": []}
+    assert "“harbor”" in reply["answer"]
     assert "question_breadth" in reply["timings_ms"]
     named = service.answer("What happens when Harbor is down?")  # the same word written as a name: a subject
     assert named["status"] != "clarify" and named["breadth"]["broad"] is False
@@ -58,9 +59,24 @@ def test_breadth_asks_back_when_the_one_subject_word_is_on_most_pages(harbor: Ha
         "broad": False,
         "word": "retention",
         "page_share": 0.667,
+        "sections": [],
     }
     off = harbor.service(breadth="off").answer("harbor?")
     assert off["status"] != "clarify" and off["breadth"]["broad"] is False
+
+
+def test_a_bare_topic_is_asked_back_offering_the_sections_retrieval_found(harbor: Harbor) -> None:
+    service = harbor.service(breadth="bare_topic")
+    reply = service.answer("retention?")
+    assert reply["status"] == "clarify" and reply["citations"] == [] and reply["breadth"]["broad"] is True
+    sections = reply["breadth"]["sections"]
+    assert 1 <= len(sections) <= 3 and len(set(sections)) == len(sections)
+    assert all(s in reply["answer"] for s in sections) and reply["answer"].startswith("What do you want to know")
+    # A question about the same topic, an identifier alone, or a question word: answered as before.
+    assert service.answer("How long does Harbor keep build logs?")["status"] == "answered"
+    assert service.answer("retention_days")["breadth"]["broad"] is False
+    assert service.answer("why retention?")["breadth"]["broad"] is False
+    assert harbor.service(breadth="off").answer("retention?")["status"] == "answered"
 
 
 def test_a_question_naming_only_a_kind_of_thing_is_asked_back_when_the_setting_is_on(harbor: Harbor) -> None:

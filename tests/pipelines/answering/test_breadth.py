@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from pipelines.answering.breadth import Breadth, assess_breadth, clarifying_question
+from pipelines.answering.breadth import Breadth, assess_bare_topic, assess_breadth, clarifying_question
+from pipelines.guardrails.vagueness import bare_topic
 from pipelines.text.analysis import analyze_english_stem
 
 # A made-up corpus of 20 pages: "widget" on 16 of them, "rotate" on 2, "Redis" on 8.
@@ -41,3 +42,25 @@ def test_the_threshold_and_the_page_floor_bound_it() -> None:
 
 def test_scripts_without_spaces_are_not_judged() -> None:
     assert not judge("小部件？", "zh").broad
+
+
+def test_a_bare_topic_is_one_or_two_words_that_do_not_ask_or_name_code() -> None:
+    assert bare_topic("transactions") == ("transactions",)
+    assert bare_topic("Hooks?") == ("hooks",) and bare_topic("tab stuff") == ("tab", "stuff")
+    for asking in ("why slow?", "is it async?", "how?", "¿cómo funciona?"):
+        assert bare_topic(asking) == (), asking
+    for code in ("to_dict", "--verbose", "getting 404", "app.run()", "camelCase"):
+        assert bare_topic(code) == (), code
+    assert bare_topic("rotate the signing key") == ()  # four words: says what it wants
+    assert bare_topic("データベース") == () and bare_topic("  ") == ()
+
+
+def test_a_bare_topic_is_asked_back_with_distinct_sections() -> None:
+    found = assess_bare_topic("widgets?", ["Widgets > Sizing", "", "Widgets > Sizing", "Layout > Grids", "A", "B"])
+    assert found.broad and found.word == "widgets" and found.sections == ("Widgets > Sizing", "Layout > Grids", "A")
+    asked = clarifying_question(found)
+    assert "“widgets”" in asked and "Widgets > Sizing; Layout > Grids; A" in asked
+    assert not assess_bare_topic("How do I size a widget?", ["Widgets > Sizing"]).broad
+    assert assess_bare_topic("widgets", []).broad and "many pages" in clarifying_question(
+        assess_bare_topic("widgets", [])
+    )
