@@ -6,7 +6,8 @@ library's. Such a word is on most pages, so it says what the documents are about
 an answer would quote whichever sentence about it ranks first. When the question's one content term (as the index's
 analyzer writes it) is on at least `min_share` of the index's pages (and on 3 pages at least) and is not written as a name (a name, however
 common, is a subject: "Can I use it with Memcached?"), the reply is `clarify`, naming the word. The `bare_topic`
-variant asks back a question that is nothing but a short topic, naming sections of the retrieved passages.
+variant asks back a question that is nothing but a short topic, naming sections of the retrieved passages;
+`bare_common_topic` only when each of its words is on a large share of the pages, as `common_word` reads it.
 The threshold and its evidence: docs/decisions/vagueness.md.
 """
 
@@ -61,15 +62,34 @@ def assess_breadth(
     return Breadth(share >= min_share and holding >= MIN_PAGES, word, share)
 
 
-def assess_bare_topic(question: str, sections: Sequence[str], examples: int = EXAMPLE_SECTIONS) -> Breadth:
+def assess_bare_topic(
+    question: str,
+    sections: Sequence[str],
+    examples: int = EXAMPLE_SECTIONS,
+    terms_of: Callable[[str], list[str]] | None = None,
+    pages_holding: Callable[[str], tuple[int, int]] | None = None,
+    min_share: float = MIN_PAGE_SHARE,
+) -> Breadth:
     """A question that is only a short topic (`vagueness.bare_topic`: "transactions", "hooks?") names what to read
     about, not what the asker wants to know; it is asked back, offering the first `examples` distinct sections of
-    the retrieved passages (`sections`, best first) as what the documents say about it."""
+    the retrieved passages (`sections`, best first) as what the documents say about it.
+    With `terms_of` and `pages_holding` (as `assess_breadth`), only a common topic is: every content term of the
+    question is on at least `min_share` of the pages (and on `MIN_PAGES`), so a rare one ("upsert", a tool's name)
+    points at the few pages about it and is answered."""
     words = bare_topic(question)
     if not words:
         return Breadth(False)
+    topic = question.strip().rstrip("?!. ")
+    share = None
+    if terms_of is not None and pages_holding is not None:
+        terms = list(dict.fromkeys(t for w in content_words(question) for t in terms_of(w)))
+        counts = [pages_holding(t) for t in terms]
+        shares = [held / pages if pages else 0.0 for held, pages in counts]
+        if not terms or any(held < MIN_PAGES for held, _ in counts) or min(shares) < min_share:
+            return Breadth(False, topic, round(min(shares), 3) if shares else None)
+        share = round(min(shares), 3)
     offered = tuple(dict.fromkeys(s for s in sections if s))[:examples]
-    return Breadth(True, question.strip().rstrip("?!. "), sections=offered)
+    return Breadth(True, topic, share, sections=offered)
 
 
 def clarifying_question(breadth: Breadth) -> str:

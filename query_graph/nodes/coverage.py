@@ -74,8 +74,29 @@ def question_breadth__common_word(
 def question_breadth__bare_topic(question: str, reranked_candidates: list[Candidate]) -> Breadth:
     """A question that is only a short topic is asked back, offering the sections of the best passages (their
     page title and heading) as examples of what the documents say about it."""
-    sections = [" > ".join(dict.fromkeys([c.chunk.title, *c.chunk.heading_path[-1:]])) for c in reranked_candidates]
-    return assess_bare_topic(question, sections)
+    return assess_bare_topic(question, _sections(reranked_candidates))
+
+
+@config.when(breadth="bare_common_topic")
+def question_breadth__bare_common_topic(
+    question: str, reranked_candidates: list[Candidate], retrieval_plan: RetrievalPlan
+) -> Breadth:
+    """`bare_topic` for a topic whose every content term is on a large share of the pages (in the question's own
+    lane, as `common_word` counts them): a rare topic points at its few pages and is answered."""
+    plan = retrieval_plan
+    lane = plan.lanes[0]
+    analyze = analyzer(plan.bm25_analyzer)
+    return assess_bare_topic(
+        question,
+        _sections(reranked_candidates),
+        terms_of=lambda word: analyze(word, lane.analysis_language),
+        pages_holding=lambda term: _pages_holding(plan, lane.language, term),
+    )
+
+
+def _sections(candidates: list[Candidate]) -> list[str]:
+    """Each passage's page title and its own heading ("Querying > Upsert"), best first."""
+    return [" > ".join(dict.fromkeys([c.chunk.title, *c.chunk.heading_path[-1:]])) for c in candidates]
 
 
 @config.when(breadth="off")

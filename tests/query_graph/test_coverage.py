@@ -77,6 +77,11 @@ def test_a_bare_topic_is_asked_back_offering_the_sections_retrieval_found(harbor
     assert service.answer("retention_days")["breadth"]["broad"] is False
     assert service.answer("why retention?")["breadth"]["broad"] is False
     assert harbor.service(breadth="off").answer("retention?")["status"] == "answered"
+    # Only a common topic: "harbor" is on every page, "retention" on two (too few to be broad).
+    common = harbor.service(breadth="bare_common_topic")
+    asked = common.answer("harbor?")
+    assert asked["status"] == "clarify" and asked["breadth"]["page_share"] == 1.0 and asked["breadth"]["sections"]
+    assert common.answer("retention?")["status"] == "answered"
 
 
 def test_a_question_naming_only_a_kind_of_thing_is_asked_back_when_the_setting_is_on(harbor: Harbor) -> None:

@@ -64,3 +64,16 @@ def test_a_bare_topic_is_asked_back_with_distinct_sections() -> None:
     assert assess_bare_topic("widgets", []).broad and "many pages" in clarifying_question(
         assess_bare_topic("widgets", [])
     )
+
+
+def test_a_common_bare_topic_is_asked_back_and_a_rare_one_answered() -> None:
+    def common(question: str) -> Breadth:
+        return assess_bare_topic(question, ["Widgets > Sizing"], terms_of=analyze_english_stem, pages_holding=holding)
+
+    widgets = common("widgets?")  # on 16 of 20 pages
+    assert widgets.broad and widgets.page_share == 0.8 and widgets.sections == ("Widgets > Sizing",)
+    assert not common("rotate").broad and common("rotate").page_share == 0.1  # 2 of 20 pages: about one thing
+    assert common("widget logs").broad  # both words common (0.8, 0.6)
+    assert not common("widget rotation").broad  # one of them rare
+    assert not common("help?").broad  # no content word: the vagueness guardrail's to ask back
+    assert not assess_bare_topic("widgets", [], terms_of=analyze_english_stem, pages_holding=lambda t: (2, 3)).broad
