@@ -366,12 +366,12 @@ class Settings(BaseSettings):
         "docs/decisions/coverage.md.",
     )
     breadth: Literal["common_word", "bare_topic", "bare_common_topic", "off"] = Field(
-        "off",
+        "bare_common_topic",
         description="Breadth check: `common_word` asks back (`clarify`) when the question's one content word, not "
         "a name, is on at least 0.31 of the index's pages; `bare_topic` when the question is nothing but a topic of "
         "one or two words (no question word, identifier or number), offering sections of the retrieved passages; "
-        "`bare_common_topic` as `bare_topic` when each of its content words is on at least 0.31 of the pages "
-        "(docs/decisions/vagueness.md).",
+        "`bare_common_topic` (the default since 2026-12-06) as `bare_topic` when each of its content words is on at "
+        "least 0.31 of the pages; `off` asks nothing back after retrieval (docs/decisions/vagueness.md).",
     )
     crag: Literal["graded", "off"] = Field("graded", description="CRAG variant: grade retrieval and act, or not.")
     crag_lower: float = Field(0.55, description="CRAG: top dense cosine below this rewrites the query.")
