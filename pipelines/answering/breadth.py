@@ -30,7 +30,7 @@ MIN_PAGES = 3  # in a tiny index every word is on a large share of its pages: a 
 @dataclass(frozen=True)
 class Breadth:
     broad: bool
-    word: str | None = None  # the one content word, as the question writes it
+    word: str | None = None  # the one content word, as the question writes it (a bare topic: the whole question)
     page_share: float | None = None  # the share of the index's pages holding it
     sections: tuple[str, ...] = ()  # `bare_topic`: sections of the retrieved passages, offered as examples
 

@@ -7,6 +7,8 @@ gets `no_answer` with the terms that were missing, whatever the dense scores say
 
 from __future__ import annotations
 
+from collections.abc import Callable
+
 from hamilton.function_modifiers import config
 
 from pipelines.answering.breadth import Breadth, assess_bare_topic, assess_breadth
@@ -57,7 +59,15 @@ def question_breadth__common_word(
     question: str, guardrail_language: LanguageGuess, retrieval_plan: RetrievalPlan
 ) -> Breadth:
     """The share of pages holding the question's one content term, in the question's own lane (the first)."""
-    plan = retrieval_plan
+    terms_of, pages_holding = _own_lane_counts(retrieval_plan)
+    return assess_breadth(question, guardrail_language.language, terms_of, pages_holding)
+
+
+def _own_lane_counts(
+    plan: RetrievalPlan,
+) -> tuple[Callable[[str], list[str]], Callable[[str], tuple[int, int]]]:
+    """A word as the index's analyzer writes it, and (pages holding a term, pages), both in the question's own lane
+    (the first)."""
     lane = plan.lanes[0]
     analyze = analyzer(plan.bm25_analyzer)
 
@@ -67,7 +77,7 @@ def question_breadth__common_word(
     def pages_holding(term: str) -> tuple[int, int]:
         return _pages_holding(plan, lane.language, term)
 
-    return assess_breadth(question, guardrail_language.language, terms_of, pages_holding)
+    return terms_of, pages_holding
 
 
 @config.when(breadth="bare_topic")
@@ -83,15 +93,8 @@ def question_breadth__bare_common_topic(
 ) -> Breadth:
     """`bare_topic` for a topic whose every content term is on a large share of the pages (in the question's own
     lane, as `common_word` counts them): a rare topic points at its few pages and is answered."""
-    plan = retrieval_plan
-    lane = plan.lanes[0]
-    analyze = analyzer(plan.bm25_analyzer)
-    return assess_bare_topic(
-        question,
-        _sections(reranked_candidates),
-        terms_of=lambda word: analyze(word, lane.analysis_language),
-        pages_holding=lambda term: _pages_holding(plan, lane.language, term),
-    )
+    terms_of, pages_holding = _own_lane_counts(retrieval_plan)
+    return assess_bare_topic(question, _sections(reranked_candidates), terms_of=terms_of, pages_holding=pages_holding)
 
 
 def _sections(candidates: list[Candidate]) -> list[str]:
