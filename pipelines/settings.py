@@ -484,6 +484,13 @@ class Settings(BaseSettings):
         description="With `clarify_vague`, also ask back a complaint that names one thing and no detail "
         '("prompt not working").',
     )
+    clarify_complaint_words: int = Field(
+        1,
+        ge=1,
+        le=2,
+        description="With `clarify_complaints`, how many things a complaint may name and still be asked back: 1 "
+        '("prompt not working"), or 2 in at most six words ("tab completion broken").',
+    )
     clarify_unnamed: bool = Field(
         False,
         description="With `clarify_vague`, also ask back a question that names only a kind of thing "

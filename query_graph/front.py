@@ -239,6 +239,7 @@ class FrontHalf:
             "clarify_vague": s.clarify_vague,
             "clarify_complaints": s.clarify_complaints,
             "clarify_unnamed": s.clarify_unnamed,
+            "clarify_complaint_words": s.clarify_complaint_words,
             "calibration_version": self.calibration_version,
             "topic_setup": TopicSetup(centroid, s.topic_floor),
             "semantic_setup": self.semantic_setup(version.version),

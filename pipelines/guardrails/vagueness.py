@@ -130,9 +130,14 @@ def _is_option(text: str, start: int) -> bool:
     return 1 <= dashes <= 2 and (start == dashes or not text[start - dashes - 1].isalnum())
 
 
-def judge(question: str, complaints: bool = False, unnamed: bool = False) -> Vagueness:
+COMPLAINT_MAX_WORDS = 6  # a complaint naming two things is vague only this short: a longer one carries detail
+
+
+def judge(question: str, complaints: bool = False, unnamed: bool = False, complaint_words: int = 1) -> Vagueness:
     """`complaints`: a complaint that names one thing and nothing else ("prompt not working", "why is the
-    output wrong?") is vague too: no command, setting, identifier or error message says what went wrong.
+    output wrong?") is vague too: no command, setting, identifier or error message says what went wrong. With
+    `complaint_words` 2, so is one that names two things in at most `COMPLAINT_MAX_WORDS` words ("tab completion
+    broken"), none an identifier.
     `unnamed`: so is a question whose only content word is a kind of thing ("which version?"), or one that acts
     on an "it" or "them" and keeps at most one other content word, not a name ("how do I turn it off?")."""
     text = question.strip()
@@ -140,7 +145,7 @@ def judge(question: str, complaints: bool = False, unnamed: bool = False) -> Vag
         return Vagueness(True, (), "empty")
     cjk = _CJK.findall(_CJK_GENERIC.sub("", text))
     words = content_words(_CJK.sub(" ", text))
-    if complaints and len(words) == 1 and not cjk and _complaint_without_detail(text, words[0]):
+    if complaints and not cjk and _complaint_without_detail(text, words, complaint_words):
         return Vagueness(True, words, "problem_without_detail")
     if unnamed and words and not cjk and _names_no_instance(text, words):
         return Vagueness(True, words, "unnamed")
@@ -170,16 +175,21 @@ def _written_as_names(text: str) -> set[str]:
     return names
 
 
-def _complaint_without_detail(text: str, word: str) -> bool:
-    return not _IDENTIFIER.search(word) and bool(_COMPLAINT.search(text.lower().replace("’", "'")))
+def _complaint_without_detail(text: str, words: tuple[str, ...], most: int = 1) -> bool:
+    if not 1 <= len(words) <= max(1, most) or any(_IDENTIFIER.search(w) for w in words):
+        return False
+    if len(words) > 1 and len(_WORD.findall(text)) > COMPLAINT_MAX_WORDS:
+        return False
+    return bool(_COMPLAINT.search(text.lower().replace("’", "'")))
 
 
 def clarifying_question(vagueness: Vagueness, example_topics: list[str] | None = None) -> str:
     """The question asked back; names a few topics the documents cover when they are known."""
     if vagueness.reason == "problem_without_detail":
-        ask = (
-            f"What goes wrong with “{vagueness.content_words[0]}”? Tell me what you ran or configured, what you "
-            "expected, and what happened instead (the exact error message helps)."
+        named = vagueness.content_words
+        ask = (f"What goes wrong with “{named[0]}”?" if len(named) == 1 else "What exactly goes wrong?") + (
+            " Tell me what you ran or configured, what you expected, and what happened instead (the exact error "
+            "message helps)."
         )
     elif vagueness.reason == "problem_without_subject":
         ask = (

@@ -62,10 +62,12 @@ def vagueness(
     clarify_vague: bool,
     clarify_complaints: bool = True,
     clarify_unnamed: bool = False,
+    clarify_complaint_words: int = 1,
 ) -> Vagueness:
-    """Whether the question names a subject at all, or (`clarify_complaints`) only complains about one thing, or
+    """Whether the question names a subject at all, or (`clarify_complaints`) only complains about one thing (two,
+    briefly, with `clarify_complaint_words` 2), or
     (`clarify_unnamed`) names only a kind of thing or an unnamed "it" (only judged for allowed questions, when
     enabled)."""
     if not clarify_vague or not guardrail_verdict.allowed:
         return Vagueness(False, (), "not_judged")
-    return judge(question, clarify_complaints, clarify_unnamed)
+    return judge(question, clarify_complaints, clarify_unnamed, clarify_complaint_words)

@@ -90,3 +90,10 @@ def test_a_question_naming_only_a_kind_of_thing_is_asked_back_when_the_setting_i
     assert asked["status"] == "clarify" and asked["citations"] == []
     assert asked["answer"].startswith("Which version do you mean?")
     assert harbor.service(clarify_unnamed=False).answer(question)["status"] != "clarify"
+
+
+def test_a_short_complaint_naming_two_things_is_asked_back_when_the_setting_is_two(harbor: Harbor) -> None:
+    question = "dashboard port broken"
+    asked = harbor.service(clarify_complaint_words=2).answer(question)
+    assert asked["status"] == "clarify" and asked["answer"].startswith("What exactly goes wrong?")
+    assert harbor.service(clarify_complaint_words=1).answer(question)["status"] != "clarify"

@@ -194,6 +194,26 @@ def test_a_complaint_about_one_thing_is_vague_when_asked_to_be(question: str, va
 @pytest.mark.parametrize(
     ("question", "vague"),
     [
+        ("tab completion broken", True),
+        ("cache keeps failing", True),
+        ("Why does my CORS preflight fail in Safari?", False),  # two things named, but seven words: detail
+        ("queue worker crashes with max_retries=3", False),  # an identifier
+        ("the dev server won't reload templates", False),  # four things named
+        ("prompt not working", True),  # one thing, as before
+    ],
+)
+def test_a_short_complaint_about_two_things_is_vague_with_two_complaint_words(question: str, vague: bool) -> None:
+    judged = judge(question, complaints=True, complaint_words=2)
+    assert judged.vague is vague, judged
+    if vague and len(judged.content_words) == 2:
+        assert judged.reason == "problem_without_detail"
+        assert clarifying_question(judged).startswith("What exactly goes wrong?")
+        assert not judge(question, complaints=True).vague  # one complaint word: named two things, a subject
+
+
+@pytest.mark.parametrize(
+    ("question", "vague"),
+    [
         ("Which version should I use?", True),  # a kind of thing, not which one
         ("how do I set the timeout", True),
         ("How do I turn it off?", True),  # "it" with nothing naming it
