@@ -485,11 +485,11 @@ class Settings(BaseSettings):
         '("prompt not working").',
     )
     clarify_complaint_words: int = Field(
-        1,
+        2,
         ge=1,
         le=2,
         description="With `clarify_complaints`, how many things a complaint may name and still be asked back: 1 "
-        '("prompt not working"), or 2 in at most six words ("tab completion broken").',
+        '("prompt not working"), or 2 in at most six words ("tab completion broken"; the default since 2026-12-06).',
     )
     clarify_unnamed: bool = Field(
         False,

@@ -62,7 +62,7 @@ def vagueness(
     clarify_vague: bool,
     clarify_complaints: bool = True,
     clarify_unnamed: bool = False,
-    clarify_complaint_words: int = 1,
+    clarify_complaint_words: int = 2,
 ) -> Vagueness:
     """Whether the question names a subject at all, or (`clarify_complaints`) only complains about one thing (two,
     briefly, with `clarify_complaint_words` 2), or
