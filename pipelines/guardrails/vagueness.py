@@ -12,6 +12,7 @@ characters instead of words. The rule costs microseconds and runs before any mod
 from __future__ import annotations
 
 import re
+from collections.abc import Iterator
 from dataclasses import dataclass
 
 from pipelines.text.analysis import FUNCTION_WORDS
@@ -70,15 +71,21 @@ class Vagueness:
     reason: str  # "no_subject", "problem_without_subject", "problem_without_detail", "unnamed", "empty" or "specific"
 
 
+def _words(text: str) -> Iterator[tuple[str, bool]]:
+    """Each word of the text, its edge punctuation stripped, and whether it is code: an identifier, a number or a
+    command-line option."""
+    for match in _WORD.finditer(text):
+        raw = match.group(0)
+        word = raw.strip(".-/'’").replace("’", "'")
+        if word:
+            yield word, bool(_IDENTIFIER.search(raw.strip(".?!,;")) or _is_option(text, match.start()))
+
+
 def content_words(question: str) -> tuple[str, ...]:
     """Words that name a subject: not function words, not generic help words; identifiers always count."""
     kept = []
-    for match in _WORD.finditer(question):
-        raw = match.group(0)
-        word = raw.strip(".-/'’").replace("’", "'")
-        if not word:
-            continue
-        if _IDENTIFIER.search(raw.strip(".?!,;")) or _is_option(question, match.start()):
+    for word, code in _words(question):
+        if code:
             kept.append(word)
             continue
         lower = word.lower()
@@ -112,15 +119,11 @@ def bare_topic(question: str, max_words: int = 2) -> tuple[str, ...]:
     if not text or _CJK.search(text):
         return ()
     words = []
-    for match in _WORD.finditer(text):
-        raw = match.group(0)
-        if _IDENTIFIER.search(raw.strip(".?!,;")) or _is_option(text, match.start()):
+    for word, code in _words(text):
+        lower = word.lower()
+        if code or lower in _ASKING or lower in _OTHER_FUNCTION_WORDS:
             return ()
-        word = raw.strip(".-/'’").replace("’", "'").lower()
-        if word in _ASKING or word in _OTHER_FUNCTION_WORDS:
-            return ()
-        if word:
-            words.append(word)
+        words.append(lower)
     return tuple(words) if 1 <= len(words) <= max_words else ()
 
 

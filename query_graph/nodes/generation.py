@@ -124,25 +124,22 @@ def answer_sentence_ranker__vectors_rank(
     """`cross_encoder_vectors_rank` without the cross-encoder: the cosine of the question and "heading: sentence"
     and the retrieval score of the sentence's passage (pipelines/answering/sentence_vectors.py); English questions
     only, as the other vector rankers, so the variants differ in one reading."""
-    if guardrail_language.language != "en":
-        return None
-    headings = unit_headings([c.chunk for c in context_candidates])
-    scores = unit_passage_scores([(c.chunk, c.fused_score) for c in context_candidates])
-    return vector_ranker(None, embedder.embed_passages, query_embedding, headings, scores)
+    return _vectors(None, guardrail_language, embedder, query_embedding, context_candidates, passages=True)
 
 
 def _vectors(
-    reranker: CrossEncoderReranker,
+    reranker: CrossEncoderReranker | None,
     language: LanguageGuess,
     embedder: Embedder,
     query_embedding: np.ndarray,
     candidates: list[Candidate],
     passages: bool,
 ) -> SentenceRanker | None:
-    """The vector ranker over these passages' sentences, with their passages' fused scores when `passages`."""
-    cross_encoder = _english_only(reranker, language)
-    if cross_encoder is None:
+    """The vector ranker over these passages' sentences, with their passages' fused scores when `passages`, and
+    the cross-encoder's reading unless `reranker` is None; English questions only, as the cross-encoder."""
+    if language.language != "en":
         return None
+    cross_encoder = None if reranker is None else _english_only(reranker, language)
     headings = unit_headings([c.chunk for c in candidates])
     scores = unit_passage_scores([(c.chunk, c.fused_score) for c in candidates]) if passages else None
     return vector_ranker(cross_encoder, embedder.embed_passages, query_embedding, headings, scores)
