@@ -19,6 +19,7 @@ from assets.ingestion import (
     chunks,
     clean_documents,
     embeddings,
+    sentence_vectors,
     shadow_collection,
     source_documents,
 )
@@ -157,7 +158,7 @@ def build_index(
     tags = {"ragline/version": version, "ragline/source": request.source}
     steps: list[tuple[AssetSelection, str | None]] = [(AssetSelection.assets(source_documents, clean_documents), None)]
     steps += [(AssetSelection.assets(chunks), strategy) for strategy in request.strategies]
-    steps.append((AssetSelection.assets(embeddings, shadow_collection, active_index), None))
+    steps.append((AssetSelection.assets(embeddings, sentence_vectors, shadow_collection, active_index), None))
     result = None
     try:
         with dagster_instance(settings) as instance:

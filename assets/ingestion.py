@@ -31,6 +31,7 @@ from dagster import (
 from assets.resources import IngestionEnv, IngestionResource
 from pipelines.adapters.embedders import load_embedder
 from pipelines.adapters.registry import IndexVersion
+from pipelines.answering.sentence_vectors import VECTOR_RANKERS, shown_texts
 from pipelines.documents import Chunk, Document
 from pipelines.ingestion import build, index_checks
 from pipelines.ingestion.chunkers import STRATEGIES
@@ -188,15 +189,16 @@ def embed_batch(context: OpExecutionContext, texts: list[str]) -> int:
     return count
 
 
-def _progress(context: Any, env: IngestionEnv) -> Callable[[int, int], None]:
+def _progress(context: Any, env: IngestionEnv, stage: str = "embedding") -> Callable[[int, int], None]:
     last = [0.0]
+    what = "chunks" if stage == "embedding" else stage
 
     def progress(done: int, total: int) -> None:
         if env.progress is not None:
-            env.progress("embedding", done, total)
+            env.progress(stage, done, total)
         if time.monotonic() - last[0] > 5 or done == total:
             last[0] = time.monotonic()
-            context.log.info(f"embedded {done}/{total} new chunks")
+            context.log.info(f"embedded {done}/{total} new {what}")
 
     return progress
 
@@ -247,6 +249,47 @@ def embeddings_are_sound(context: AssetCheckExecutionContext, embeddings: build.
     dimension = load_embedder(env.request.embedding_model).dimension
     results = index_checks.embedding_checks(embeddings.dense, len(embeddings.sparse), dimension)
     return _result(results)
+
+
+def _sentence_texts(env: IngestionEnv, chunks: dict[str, list[Chunk]]) -> list[str]:
+    """What the configured sentence ranker will embed of the chunks the build asked for (none for a ranker that
+    reads no vectors, or when `RAGLINE_BUILD_SENTENCE_VECTORS` is off)."""
+    if not env.settings.build_sentence_vectors or env.settings.sentence_ranker not in VECTOR_RANKERS:
+        return []
+    return shown_texts(build.gather_chunks(chunks, env.request.strategies))
+
+
+@asset(group_name=GROUP, required_resource_keys={"ragline"})
+def sentence_vectors(context: AssetExecutionContext, chunks: dict[str, list[Chunk]]) -> dict[str, Any]:
+    """The embedding model's vectors of every sentence an answer's ranker may read ("heading: sentence", and a
+    sentence with the block it introduces; pipelines/answering/sentence_vectors.py), stored in the embedding cache
+    before the version goes live, so no question waits while its candidates are embedded. None when
+    `RAGLINE_SENTENCE_RANKER` reads no vectors or `RAGLINE_BUILD_SENTENCE_VECTORS` is off."""
+    env = _env(context)
+    texts = _sentence_texts(env, chunks)
+    started = time.perf_counter()
+    path = env.settings.data_dir / "embedding_cache.sqlite"
+    reused, computed = build.cache_vectors(texts, env.request, path, _progress(context, env, "sentence vectors"))
+    summary = {"texts": len(texts), "reused": reused, "computed": computed}
+    context.add_output_metadata({**summary, "seconds": round(time.perf_counter() - started, 2)})
+    return summary
+
+
+@asset_check(
+    asset=sentence_vectors,
+    blocking=True,
+    required_resource_keys={"ragline"},
+    additional_ins={"chunks": AssetIn("chunks")},
+    description="The embedding cache holds a vector of every sentence text the answer's ranker may read.",
+)
+def sentence_vectors_are_stored(
+    context: AssetCheckExecutionContext, sentence_vectors: dict[str, Any], chunks: dict[str, list[Chunk]]
+) -> AssetCheckResult:
+    env = _env(context)
+    texts = _sentence_texts(env, chunks)
+    missing = build.missing_from_cache(texts, env.request, env.settings.data_dir / "embedding_cache.sqlite")
+    result = {"texts": len(texts), "missing": len(missing), "passed": not missing}
+    return _result({"sentence_vectors_stored": result})
 
 
 @asset(group_name=GROUP, required_resource_keys={"ragline"})
@@ -311,15 +354,19 @@ def retrieval_smoke(
 
 
 @asset(group_name=GROUP, required_resource_keys={"ragline"})
-def active_index(context: AssetExecutionContext, shadow_collection: IndexVersion) -> dict[str, Any]:
-    """The registry pointer (and, on Qdrant, the alias) to the live version; the previous one stays `retired`
-    for rollback; versions past the retention count lose their shard or collection."""
+def active_index(
+    context: AssetExecutionContext, shadow_collection: IndexVersion, sentence_vectors: dict[str, Any]
+) -> dict[str, Any]:
+    """The registry pointer (and, on Qdrant, the alias) to the live version, once its sentences' vectors are
+    stored; the previous one stays `retired` for rollback; versions past the retention count lose their shard or
+    collection."""
     env = _env(context)
     summary, dropped = build.activate(env.stores, shadow_collection, env.settings.index_retention)
     context.add_output_metadata(
         {
             "version": summary.version,
             "chunks": summary.chunk_count,
+            "sentence_vectors": sentence_vectors["texts"],
             "dropped_by_retention": ", ".join(dropped) or "none",
             "timings": MetadataValue.json(summary.timings),
         }
@@ -327,11 +374,20 @@ def active_index(context: AssetExecutionContext, shadow_collection: IndexVersion
     return summary.summary()
 
 
-INGESTION_ASSETS = [source_documents, clean_documents, chunks, embeddings, shadow_collection, active_index]
+INGESTION_ASSETS = [
+    source_documents,
+    clean_documents,
+    chunks,
+    embeddings,
+    sentence_vectors,
+    shadow_collection,
+    active_index,
+]
 INGESTION_CHECKS = [
     languages_allowed,
     chunks_are_sound,
     embeddings_are_sound,
+    sentence_vectors_are_stored,
     shadow_collection_is_complete,
     retrieval_smoke,
 ]

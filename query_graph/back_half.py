@@ -17,6 +17,7 @@ from hamilton import driver
 from pipelines.adapters.llm_harness import GenerationUnavailable, LLMHarness
 from pipelines.answering.citations import CitationError
 from pipelines.answering.litellm_generator import PROMPT_VERSION
+from pipelines.caching.embeddings import CachedVectors
 from pipelines.deadline import DeadlinePassed
 from pipelines.ports import StoreUnavailable
 from pipelines.retrieval.bm25 import MemoryBM25Cache
@@ -37,6 +38,7 @@ class BackHalf:
         code_digest()  # read once here (about half a second), not on the first request
         self.bm25_memory = MemoryBM25Cache()
         self.hubness = HubnessCache(settings.data_dir)
+        self.passage_vectors = CachedVectors(settings.data_dir / "embedding_cache.sqlite")
         self.originals = OriginalsCache()
         self._reranker: CrossEncoderReranker | None = None
         self._harness: LLMHarness | None = None
@@ -83,6 +85,7 @@ class BackHalf:
         inputs: dict[str, Any] = {
             "bm25_memory": self.bm25_memory,
             "hubness_cache": self.hubness,
+            "passage_vectors": self.passage_vectors,
             "originals_cache": self.originals,
             "rerank_depth": s.rerank_depth,
             "fusion_weights": list(s.fusion_weights),

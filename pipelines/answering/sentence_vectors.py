@@ -12,11 +12,15 @@ cross-encoder's logits) keeps as many sentences as it keeps for the cross-encode
 few units, and every candidate fell within a margin of 5. Fewer than `MIN_CANDIDATES` texts (the spans `extended`
 compares) keep the cross-encoder's scores, since z-scores over two values say nothing.
 Chosen by a study replaying recorded passages (docs/decisions/sentence-selection.md).
+
+What the embedding model reads of each unit does not depend on the question: a build embeds every passage's
+`shown_texts` into the embedding cache (the `sentence_vectors` asset), and a query reads them back instead of
+embedding a dozen sentences and code blocks while the asker waits.
 """
 
 from __future__ import annotations
 
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 
 import numpy as np
 
@@ -24,6 +28,7 @@ from pipelines.answering.extractive import SentenceRanker, marked_units
 from pipelines.answering.passage_units import block_readings
 from pipelines.documents import Chunk
 
+VECTOR_RANKERS = ("cross_encoder_vectors", "cross_encoder_vectors_rank", "vectors_rank")  # read `shown_texts`
 MIN_CANDIDATES = 3  # below this many texts the cross-encoder's scores are used alone
 # Without the cross-encoder (`vectors_rank`) the summed z-scores are put on a scale where the answer's margin
 # (`RANKED_MARGIN`, 5) is 1.25 of their spread: over the pools of four corpora (evals.studies.sentence_pool, aiohttp,
@@ -38,12 +43,27 @@ def _ranked_texts(chunk: Chunk) -> list[str]:
     return [text for unit, _own in marked_units(chunk) for text in (unit, readings.get(unit)) if text is not None]
 
 
+def shown_text(text: str, heading: str | None) -> str:
+    """What the embedding model reads of a unit: "heading: text", or the text alone under no heading."""
+    return f"{heading}: {text}" if heading else text
+
+
+def _heading(chunk: Chunk) -> str:
+    return " > ".join(chunk.heading_path)
+
+
+def shown_texts(chunks: Iterable[Chunk]) -> list[str]:
+    """Every text a vector ranker may embed of these passages, each once: each quotable unit (and its reading with
+    its block) under its passage's heading path, as `vector_ranker` shows it."""
+    return list(dict.fromkeys(shown_text(text, _heading(c)) for c in chunks for text in _ranked_texts(c)))
+
+
 def unit_headings(chunks: Sequence[Chunk]) -> dict[str, str]:
     """Each quotable unit of the passages (and its reading with its block) with its chunk's heading path
     ("Configuration > Sessions"); a unit two passages hold keeps the first one's."""
     headings: dict[str, str] = {}
     for chunk in chunks:
-        path = " > ".join(chunk.heading_path)
+        path = _heading(chunk)
         for text in _ranked_texts(chunk):
             headings.setdefault(text, path)
     return headings
@@ -81,7 +101,7 @@ def vector_ranker(
     result is on the scale `VECTOR_SPREAD` (mean 0); fewer than `MIN_CANDIDATES` texts are ordered by the cosine."""
 
     def cosines(texts: Sequence[str]) -> np.ndarray:
-        shown = [f"{headings[t]}: {t}" if headings.get(t) else t for t in texts]
+        shown = [shown_text(t, headings.get(t)) for t in texts]
         return np.asarray(embed(shown), dtype=float) @ np.asarray(question_vector, dtype=float)
 
     def scores(question: str, texts: Sequence[str]) -> Sequence[float]:

@@ -262,6 +262,12 @@ def texts_to_embed(chunks: list[Chunk], request: BuildRequest, cache_path: Path)
                 c, embedder.count_tokens, request.dense_unit_tokens, request.dense_unit_scope
             )
         ]
+    return missing_from_cache(texts, request, cache_path)
+
+
+def missing_from_cache(texts: list[str], request: BuildRequest, cache_path: Path) -> list[str]:
+    """Those of `texts` whose vector (by the request's embedder) the embedding cache does not hold, each once."""
+    embedder = load_embedder(request.embedding_model)
     texts = list(dict.fromkeys(texts))
     cache = EmbeddingCache(cache_path, embedder.fingerprint.digest, embedder.dimension)
     try:
@@ -271,16 +277,25 @@ def texts_to_embed(chunks: list[Chunk], request: BuildRequest, cache_path: Path)
     return [t for i, t in enumerate(texts) if i not in cached]
 
 
+def cache_vectors(
+    texts: list[str], request: BuildRequest, cache_path: Path, progress: Progress | None = None
+) -> tuple[int, int]:
+    """Make the embedding cache hold the vectors of `texts`: those it lacks are embedded and stored; how many
+    were there already and how many were computed."""
+    embedder = load_embedder(request.embedding_model)
+    cache = EmbeddingCache(cache_path, embedder.fingerprint.digest, embedder.dimension)
+    try:
+        _vectors, reused, computed = _embed_cached(embedder, cache, texts, progress)
+    finally:
+        cache.close()
+    return reused, computed
+
+
 def embed_into_cache(
     texts: list[str], request: BuildRequest, cache_path: Path, progress: Progress | None = None
 ) -> int:
     """Embed `texts` and store their vectors in the cache (one batch of a fanned-out build); how many."""
-    embedder = load_embedder(request.embedding_model)
-    cache = EmbeddingCache(cache_path, embedder.fingerprint.digest, embedder.dimension)
-    try:
-        _embed_cached(embedder, cache, texts, progress)
-    finally:
-        cache.close()
+    cache_vectors(texts, request, cache_path, progress)
     return len(texts)
 
 

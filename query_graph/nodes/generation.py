@@ -7,6 +7,7 @@ from __future__ import annotations
 import inspect
 from collections.abc import Iterator
 from dataclasses import dataclass, replace
+from functools import partial
 from typing import Any
 
 import numpy as np
@@ -36,6 +37,7 @@ from pipelines.answering.litellm_generator import (
     sentences_of,
 )
 from pipelines.answering.sentence_vectors import unit_headings, unit_passage_scores, vector_ranker
+from pipelines.caching.embeddings import CachedVectors
 from pipelines.ports import Embedder
 from pipelines.retrieval.rerank import CrossEncoderReranker
 from pipelines.text.analysis import Analyzer, analyzer
@@ -93,12 +95,15 @@ def answer_sentence_ranker__cross_encoder_vectors(
     reranker: CrossEncoderReranker,
     guardrail_language: LanguageGuess,
     embedder: Embedder,
+    passage_vectors: CachedVectors,
     query_embedding: np.ndarray,
     context_candidates: list[Candidate],
 ) -> SentenceRanker | None:
     """The cross-encoder's reading and the embedding model's (the question's vector against each sentence under its
     heading), added as z-scores (pipelines/answering/sentence_vectors.py); English questions only, like the model."""
-    return _vectors(reranker, guardrail_language, embedder, query_embedding, context_candidates, passages=False)
+    return _vectors(
+        reranker, guardrail_language, embedder, passage_vectors, query_embedding, context_candidates, passages=False
+    )
 
 
 @config.when(sentence_ranker="cross_encoder_vectors_rank")
@@ -106,43 +111,52 @@ def answer_sentence_ranker__cross_encoder_vectors_rank(
     reranker: CrossEncoderReranker,
     guardrail_language: LanguageGuess,
     embedder: Embedder,
+    passage_vectors: CachedVectors,
     query_embedding: np.ndarray,
     context_candidates: list[Candidate],
 ) -> SentenceRanker | None:
     """`cross_encoder_vectors` with a third reading: the retrieval score of the passage each sentence comes from
     (pipelines/answering/sentence_vectors.py); English questions only."""
-    return _vectors(reranker, guardrail_language, embedder, query_embedding, context_candidates, passages=True)
+    return _vectors(
+        reranker, guardrail_language, embedder, passage_vectors, query_embedding, context_candidates, passages=True
+    )
 
 
 @config.when(sentence_ranker="vectors_rank")
 def answer_sentence_ranker__vectors_rank(
     guardrail_language: LanguageGuess,
     embedder: Embedder,
+    passage_vectors: CachedVectors,
     query_embedding: np.ndarray,
     context_candidates: list[Candidate],
 ) -> SentenceRanker | None:
     """`cross_encoder_vectors_rank` without the cross-encoder: the cosine of the question and "heading: sentence"
     and the retrieval score of the sentence's passage (pipelines/answering/sentence_vectors.py); English questions
     only, as the other vector rankers, so the variants differ in one reading."""
-    return _vectors(None, guardrail_language, embedder, query_embedding, context_candidates, passages=True)
+    return _vectors(
+        None, guardrail_language, embedder, passage_vectors, query_embedding, context_candidates, passages=True
+    )
 
 
 def _vectors(
     reranker: CrossEncoderReranker | None,
     language: LanguageGuess,
     embedder: Embedder,
+    passage_vectors: CachedVectors,
     query_embedding: np.ndarray,
     candidates: list[Candidate],
     passages: bool,
 ) -> SentenceRanker | None:
     """The vector ranker over these passages' sentences, with their passages' fused scores when `passages`, and
-    the cross-encoder's reading unless `reranker` is None; English questions only, as the cross-encoder."""
+    the cross-encoder's reading unless `reranker` is None; English questions only, as the cross-encoder. The
+    sentences' vectors come from the embedding cache where the build stored them (`passage_vectors`)."""
     if language.language != "en":
         return None
     cross_encoder = None if reranker is None else _english_only(reranker, language)
     headings = unit_headings([c.chunk for c in candidates])
     scores = unit_passage_scores([(c.chunk, c.fused_score) for c in candidates]) if passages else None
-    return vector_ranker(cross_encoder, embedder.embed_passages, query_embedding, headings, scores)
+    embed = partial(passage_vectors.vectors, embedder)
+    return vector_ranker(cross_encoder, embed, query_embedding, headings, scores)
 
 
 @config.when(sentence_ranker="asked")

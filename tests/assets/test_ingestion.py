@@ -193,6 +193,37 @@ def test_a_forced_rebuild_of_the_served_version_switches_to_a_fresh_shard(
     assert sorted(p.name for p in settings.shards_dir.iterdir()) == [Path(new.location).name]
 
 
+def test_the_build_stores_every_sentence_vector_an_answer_reads(settings: Settings, stores: Stores, built) -> None:  # type: ignore[no-untyped-def]
+    from dagster import DagsterEventType
+
+    with dagster_instance(settings) as instance:
+        events = instance.all_logs(built.run_id, of_type=DagsterEventType.ASSET_CHECK_EVALUATION)
+        evaluations = {
+            e.dagster_event.event_specific_data.check_name: e.dagster_event.event_specific_data for e in events
+        }  # type: ignore[union-attr]
+    stored = evaluations["sentence_vectors_are_stored"]
+    assert stored.passed and stored.metadata["results"].value["sentence_vectors_stored"]["texts"] > 20
+    # A question's sentence ranker then finds them all: the embedding model reads the question only.
+    service = QueryService(settings, stores)
+    asked: list[str] = []
+    embedded: list[str] = []
+    vectors, embed_passages = service.back.passage_vectors.vectors, service.embedder.embed_passages
+
+    def looked_up(embedder, texts):  # type: ignore[no-untyped-def]
+        asked.extend(texts)
+        return vectors(embedder, texts)
+
+    def counted(texts, *args, **kwargs):  # type: ignore[no-untyped-def]
+        embedded.extend(texts)
+        return embed_passages(texts, *args, **kwargs)
+
+    service.back.passage_vectors.vectors = looked_up  # type: ignore[method-assign]
+    service.embedder.embed_passages = counted  # type: ignore[method-assign]
+    reply = service.answer("How long does harbor keep build logs, and how do I change that?")
+    assert reply["status"] == "answered" and "14 days" in reply["answer"]
+    assert len(asked) >= 3 and embedded == []
+
+
 def test_bad_source_is_a_clear_error(settings: Settings, stores: Stores, tmp_path: Path) -> None:
     from pipelines.ingestion.loaders import SourceError
 

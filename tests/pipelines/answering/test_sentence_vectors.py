@@ -6,7 +6,13 @@ from __future__ import annotations
 import numpy as np
 
 from pipelines.adapters.embedders import load_embedder
-from pipelines.answering.sentence_vectors import VECTOR_SPREAD, unit_headings, unit_passage_scores, vector_ranker
+from pipelines.answering.sentence_vectors import (
+    VECTOR_SPREAD,
+    shown_texts,
+    unit_headings,
+    unit_passage_scores,
+    vector_ranker,
+)
 from pipelines.documents import Document
 from pipelines.ingestion.chunkers import chunk_document
 from pipelines.ingestion.cleaners import clean_markdown
@@ -106,3 +112,21 @@ def test_without_the_cross_encoder_the_cosine_and_the_passage_score_decide() -> 
     two = vector_ranker(None, EMBEDDER.embed_passages, vector, headings, passages)(QUESTION, spans)
     alone = EMBEDDER.embed_passages([f"{headings[t]}: {t}" for t in spans]) @ vector  # a batch pads as it is
     assert np.allclose(two, VECTOR_SPREAD * alone, atol=1e-5)
+
+
+def test_a_build_embeds_ahead_every_text_the_ranker_reads() -> None:
+    page = PAGE + '\n## Configuring\n\nSet the lifetime in the config file:\n\n```toml\nlifetime = "31d"\n```\n'
+    clean, title = clean_markdown(page)
+    passages = chunk_document(
+        Document("s.md", "file:///s.md", clean, "h", "now", title=title), "heading", EMBEDDER.count_tokens
+    )
+    read: list[str] = []
+
+    def embed(texts):  # type: ignore[no-untyped-def]
+        read.extend(texts)
+        return EMBEDDER.embed_passages(texts)
+
+    headings = unit_headings(passages)
+    vector_ranker(CROSS_ENCODER, embed, EMBEDDER.embed_query(QUESTION), headings)(QUESTION, list(headings))
+    assert any('lifetime = "31d"' in text for text in read)  # a sentence read with the block it introduces
+    assert read and set(read) <= set(shown_texts(passages))

@@ -7,7 +7,7 @@ from pathlib import Path
 import numpy as np
 
 from pipelines.adapters.embedders import load_embedder
-from pipelines.caching.embeddings import EmbeddingCache
+from pipelines.caching.embeddings import CachedVectors, EmbeddingCache
 from pipelines.ingestion import build
 from pipelines.ingestion.build import BuildRequest
 from pipelines.ingestion.dense_units import unit_texts
@@ -57,3 +57,45 @@ def test_the_cache_is_keyed_by_fingerprint(tmp_path: Path) -> None:
     other = EmbeddingCache(tmp_path / "c.sqlite", "fp-2", 3)
     assert other.lookup(["a"]) == {}
     other.close()
+
+
+class Counted:
+    """The packaged embedder, recording what it is asked to embed."""
+
+    def __init__(self) -> None:
+        self.inner = load_embedder(Settings().embedding_model)
+        self.fingerprint, self.dimension = self.inner.fingerprint, self.inner.dimension
+        self.embedded: list[str] = []
+
+    def embed_passages(self, texts, *args, **kwargs):  # type: ignore[no-untyped-def]
+        self.embedded.extend(texts)
+        return self.inner.embed_passages(texts, *args, **kwargs)
+
+
+def test_a_query_reads_stored_vectors_and_embeds_only_the_rest(tmp_path: Path) -> None:
+    embedder = Counted()
+    path = tmp_path / "cache.sqlite"
+    stored = ["Guide: The dashboard listens on port 7420.", "Guide: Logs are kept for 14 days."]
+    cache = EmbeddingCache(path, embedder.fingerprint.digest, embedder.dimension)
+    cache.store(stored, embedder.inner.embed_passages(stored))
+    cache.close()
+    texts = [stored[1], "Guide: Images are pushed with harbor push.", stored[0]]
+    vectors = CachedVectors(path).vectors(embedder, texts)  # type: ignore[arg-type]
+    assert embedder.embedded == ["Guide: Images are pushed with harbor push."]
+    reread = EmbeddingCache(path, embedder.fingerprint.digest, embedder.dimension).lookup(stored)
+    assert np.array_equal(vectors[0], reread[1]) and np.array_equal(vectors[2], reread[0])
+    assert np.isclose(float(np.linalg.norm(vectors[1])), 1.0, atol=1e-3)
+    # Another embedding model's vectors are not this one's: keyed by fingerprint, they are embedded afresh.
+    assert EmbeddingCache(path, "another-model", embedder.dimension).lookup(stored) == {}
+
+
+def test_a_missing_or_broken_cache_costs_time_never_the_query(tmp_path: Path) -> None:
+    embedder = Counted()
+    missing = tmp_path / "none" / "cache.sqlite"
+    vectors = CachedVectors(missing).vectors(embedder, ["Guide: a sentence."])  # type: ignore[arg-type]
+    assert vectors.shape == (1, embedder.dimension) and embedder.embedded == ["Guide: a sentence."]
+    assert not missing.parent.exists()  # a query never creates the build's cache
+    broken = tmp_path / "broken.sqlite"
+    broken.write_bytes(b"not a database at all" * 100)
+    again = CachedVectors(broken).vectors(embedder, ["Guide: a sentence."])  # type: ignore[arg-type]
+    assert np.allclose(again, vectors, atol=1e-2)
