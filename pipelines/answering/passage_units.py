@@ -52,20 +52,28 @@ def prose_units(text: str) -> list[str]:
 def paragraph_units(text: str) -> list[list[str]]:
     """`prose_units` grouped as the passage writes them: the sentences of one paragraph or of one list item
     together, each table row alone (a table's rows are separate records, not one text)."""
+    return [list(paragraph) for paragraph in _paragraph_units(text)]
+
+
+@functools.lru_cache(maxsize=2048)
+def _paragraph_units(text: str) -> tuple[tuple[str, ...], ...]:
+    """`paragraph_units`, kept for the passages read last: an answer splits each of its passages several times
+    (coverage, the ranker's texts, their headings and passage scores, the span to quote), and a server reads the
+    same passages again for other questions. Tuples, so no caller can change what the next one reads."""
     text = _FENCE.sub(" ", text)
-    paragraphs: list[list[str]] = []
+    paragraphs: list[tuple[str, ...]] = []
     for block in re.split(r"\n\s*\n", text):
         lines = [ln for ln in block.splitlines() if not ln.lstrip().startswith("#")]
         # A block can hold prose and a table with no blank line between them: each run is read as what it is.
         for is_table, run in itertools.groupby(lines, key=lambda ln: ln.lstrip().startswith("|")):
             if is_table:
-                paragraphs.extend([row] for row in table_rows(list(run)))
+                paragraphs.extend((row,) for row in table_rows(list(run)))
                 continue
             for item in item_runs(list(run)):
-                sentences = [s for s in split_sentences(item_text(item)) if words_in(s) >= 3]
+                sentences = tuple(s for s in split_sentences(item_text(item)) if words_in(s) >= 3)
                 if sentences:
                     paragraphs.append(sentences)
-    return paragraphs
+    return tuple(paragraphs)
 
 
 def item_runs(lines: Sequence[str], nested: bool = False) -> list[list[str]]:

@@ -3,7 +3,14 @@ introduces: the code block or the list after a colon."""
 
 from __future__ import annotations
 
-from pipelines.answering.passage_units import BLOCK_READ_CHARS, block_parts, block_readings, introduced, prose_units
+from pipelines.answering.passage_units import (
+    BLOCK_READ_CHARS,
+    block_parts,
+    block_readings,
+    introduced,
+    paragraph_units,
+    prose_units,
+)
 from tests.pipelines.list_pages import SPECS, STEPS
 
 
@@ -91,3 +98,15 @@ def test_a_unit_that_introduces_a_block_is_read_with_the_block_without_its_fence
     }
     long = "The flags are:\n\n" + "".join(f"- flag number {n} does something\n" for n in range(100))
     assert len(block_readings(long)["The flags are:"]) <= len("The flags are: ") + BLOCK_READ_CHARS
+
+
+def test_a_passage_split_once_is_split_the_same_again_whatever_a_caller_did_with_it() -> None:
+    text = "Logs are kept for 14 days. Set `retention_days` to change it.\n\n- first item of a list\n- second item here"
+    first = paragraph_units(text)
+    first[0].append("A sentence the page never had.")
+    first.append(["Another one."])
+    assert paragraph_units(text) == [
+        ["Logs are kept for 14 days.", "Set retention_days to change it."],
+        ["first item of a list"],
+        ["second item here"],
+    ]
