@@ -32,7 +32,8 @@ SETS = {"alembic": "al", "coverage": "cv", "markdown": "md", "werkzeug": "wz", "
         "hatch": "ht", "urllib3": "ul", "apscheduler": "as", "trio": "tr",
         "cookiecutter": "cc", "black": "bk", "doit": "di", "babel": "bb", "griffe": "gf", "behave": "bh",
         "docutils": "du", "celery": "ce", "aiohttp": "ah", "intake": "ik",
-        "kombu": "kb", "mako": "mk", "cmd2": "cm", "peewee": "pw", "psycopg": "pg"}  # fmt: skip
+        "kombu": "kb", "mako": "mk", "cmd2": "cm", "peewee": "pw", "psycopg": "pg",
+        "factory-boy": "fb"}  # fmt: skip
 
 TYPES = {"single-fact", "paraphrase", "identifier", "list", "comparison", "multi-page", "false-premise",
          "unanswerable", "off-topic", "vague"}  # fmt: skip
