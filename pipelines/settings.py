@@ -414,8 +414,8 @@ class Settings(BaseSettings):
         description='Whether a build embeds every sentence a vector sentence ranker may read ("heading: sentence", '
         "and a sentence with the block it introduces) into the embedding cache before the version goes live "
         "(the `sentence_vectors` asset), so a question's ranker reads them back instead of embedding them while the "
-        "asker waits: the first sentence 0.6-0.7 times as late at p50 and about half at p95, a build 1.4-1.7 times "
-        "as long (about 13 sentences a chunk; docs/benchmarks.md). Off: they are embedded at query time. Only with a "
+        "asker waits: the first sentence 0.54-0.69 times as late at p50 and 0.36-0.63 at p95, a build 1.4-1.75 "
+        "times as long (8-13 sentence texts a chunk; docs/benchmarks.md). Off: they are embedded at query time. Only with a "
         "`RAGLINE_SENTENCE_RANKER` that reads vectors, and only where the query server reads the build's data dir.",
     )
     answer_gate: Literal["off", "cross_encoder"] = Field(
