@@ -272,11 +272,13 @@ class Settings(BaseSettings):
     bm25_engine: Literal["qdrant", "memory"] = Field(
         "qdrant", description="BM25 engine: Qdrant sparse vectors with IDF, or rank-bm25 in memory."
     )
-    fusion: Literal["rrf", "weighted_rrf", "dbsf", "convex", "convex_heads"] = Field(
+    fusion: Literal["rrf", "weighted_rrf", "dbsf", "convex", "convex_heads", "convex_kept_heads"] = Field(
         "convex_heads",
         description=(
             "How hybrid retrieval fuses its lists; convex_heads (the default): convex, with each list's first two "
-            "hits first (pipelines/retrieval/fusion.py; docs/decisions/fusion.md)."
+            "hits first; convex_kept_heads: with each list's first two hits that retrieval keeps first (a copy of a "
+            "better passage, or a changelog hit while release notes wait, not counted) "
+            "(pipelines/retrieval/fusion.py; docs/decisions/fusion.md)."
         ),
     )
     fusion_weights: list[float] = Field(

@@ -10,7 +10,7 @@ import statistics
 from collections.abc import Sequence
 
 Ranked = Sequence[tuple[str, float]]
-FUSIONS = ("rrf", "weighted_rrf", "dbsf", "convex", "convex_heads")
+FUSIONS = ("rrf", "weighted_rrf", "dbsf", "convex", "convex_heads", "convex_kept_heads")
 HEADS = 2  # `convex_heads`: each list's first hits that lead the fused list
 
 
@@ -106,7 +106,9 @@ def fuse(
         return distribution_based_score_fusion(lists)
     if method == "convex":
         return convex_combination(lists, weights)
-    if method == "convex_heads":
+    if method in ("convex_heads", "convex_kept_heads"):
+        # `convex_kept_heads`: the caller has put each list's first hits it keeps first
+        # (pipelines/retrieval/retriever.py `kept_first`); the fusion itself is `convex_heads`.
         return convex_with_heads(lists, weights)
     raise ValueError(f"unknown fusion {method!r}; valid: {', '.join(FUSIONS)}")
 

@@ -30,6 +30,7 @@ from pipelines.ports import Embedder, Ranked, StoreUnavailable, VectorIndex
 from pipelines.retrieval.bm25 import MemoryBM25, MemoryBM25Cache
 from pipelines.retrieval.bridge_hop import asks_two, second_hop
 from pipelines.retrieval.feedback import Feedback
+from pipelines.retrieval.fusion import HEADS
 from pipelines.retrieval.hubness import Hubness, HubnessCache, penalised
 from pipelines.retrieval.language_lanes import Lane, fuse_lanes, lanes
 from pipelines.retrieval.release_notes import asks_about_releases, is_release_notes
@@ -174,19 +175,43 @@ class RetrievalPlan:
             ranked = [
                 penalised(hits, self.hubness(lane.language)) for hits, lane in zip(dense, self.lanes, strict=True)
             ]
+        defer = self.release_notes and question is not None and not asks_about_releases(question)
+        dense_pairs, sparse_pairs = [_pairs(hits) for hits in ranked], [_pairs(hits) for hits in sparse]
+        if self.fusion == "convex_kept_heads":
+            dense_pairs = [self.kept_first(pairs, defer) for pairs in dense_pairs]
+            sparse_pairs = [self.kept_first(pairs, defer) for pairs in sparse_pairs]
         fused = fuse_lanes(
             self.lanes,
-            [_pairs(hits) for hits in ranked],
-            [_pairs(hits) for hits in sparse],
+            dense_pairs,
+            sparse_pairs,
             self.fusion,
             self.retrieval,
             self.rrf_k,
             self.fusion_weights,
             self.originals,
         )
-        defer = self.release_notes and question is not None and not asks_about_releases(question)
         kept, chunks = self.kept_hits(fused, defer)
         return _candidates(kept, chunks, dense, sparse)
+
+    def kept_first(
+        self, ranked: list[tuple[str, float]], defer_release_notes: bool, heads: int = HEADS
+    ) -> list[tuple[str, float]]:
+        """`ranked` with its first `heads` hits that `kept_hits` would keep first: a hit whose passage lies inside a
+        better hit's of the same list (with `distinct`), or a changelog hit while release notes wait, goes behind
+        them, so `convex_heads` leads with as many kept passages of each list as it means to. Only the order of
+        the list's head changes, never a score; the payloads of its first few hits are read to tell."""
+        window = ranked[: heads * 4]
+        chunks = self._payloads([key for key, _ in window])
+        lead: list[tuple[str, float]] = []
+        waiting: list[tuple[str, float]] = []
+        for key, score in window:
+            chunk = chunks.get(key)
+            passed = chunk is not None and (
+                (self.distinct and any(_inside(chunk, chunks.get(b)) for b, _ in lead))
+                or (defer_release_notes and is_release_notes(chunk.document_id, chunk.title))
+            )
+            (waiting if passed or len(lead) >= heads else lead).append((key, score))
+        return [*lead, *waiting, *ranked[heads * 4 :]]
 
     def kept_hits(
         self, fused: list[tuple[str, float]], defer_release_notes: bool = False

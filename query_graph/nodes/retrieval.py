@@ -3,7 +3,7 @@ the retrieval engine (pipelines/retrieval/retriever.py).
 
 Variants (config, overridable per request): `retrieval` = hybrid | dense | bm25, `bm25_engine` =
 qdrant (sparse vectors with IDF) | memory (rank-bm25 over the shard's payloads), `fusion` = rrf |
-weighted_rrf | dbsf | convex | convex_heads, `language_route` = question_and_source | question | all (the languages
+weighted_rrf | dbsf | convex | convex_heads | convex_kept_heads, `language_route` = question_and_source | question | all (the languages
 searched, pipelines/retrieval/language_lanes.py). The same choices are bundled into a `RetrievalPlan`, so
 CRAG can run the whole retrieval again for a rewritten query without a second graph.
 """

@@ -551,7 +551,7 @@ def register(commands: Any) -> None:
     retrieval.add_argument("--modes", default="dense,bm25,hybrid,hybrid+rerank")
     retrieval.add_argument(
         "--fusion",
-        help="fusion of the hybrid modes: rrf, weighted_rrf, dbsf, convex, convex_heads (default: RAGLINE_FUSION)",
+        help="fusion of the hybrid modes: rrf, weighted_rrf, dbsf, convex, convex_heads, convex_kept_heads (default: RAGLINE_FUSION)",
     )
     retrieval.add_argument(
         "--language-route",
@@ -627,7 +627,7 @@ def register(commands: Any) -> None:
     beir.add_argument("--modes", default="dense,bm25,hybrid,hybrid+rerank")
     beir.add_argument(
         "--fusion",
-        help="fusion of the hybrid modes: rrf, weighted_rrf, dbsf, convex, convex_heads (default: RAGLINE_FUSION)",
+        help="fusion of the hybrid modes: rrf, weighted_rrf, dbsf, convex, convex_heads, convex_kept_heads (default: RAGLINE_FUSION)",
     )
     beir.add_argument("--embedding-model", help="embedder (default: RAGLINE_EMBEDDING_MODEL)")
     beir.add_argument("--out", required=True)
