@@ -17,7 +17,7 @@ does for a question it answers: the smoke check before activation retrieves thro
 from __future__ import annotations
 
 from collections import Counter
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from typing import Any
 
@@ -206,10 +206,7 @@ class RetrievalPlan:
         waiting: list[tuple[str, float]] = []
         for key, score in window:
             chunk = chunks.get(key)
-            passed = chunk is not None and (
-                (self.distinct and any(_inside(chunk, chunks.get(b)) for b, _ in lead))
-                or (defer_release_notes and is_release_notes(chunk.document_id, chunk.title))
-            )
+            passed = chunk is not None and (self._copy(chunk, lead, chunks) or _waits(chunk, defer_release_notes))
             (waiting if passed or len(lead) >= heads else lead).append((key, score))
         return [*lead, *waiting, *ranked[heads * 4 :]]
 
@@ -239,18 +236,22 @@ class RetrievalPlan:
             for key, score in batch:
                 chunk = chunks.get(key)  # a missing payload stays in: `_candidates` reports the damaged shard
                 better = (*kept, *deferred)  # a waiting hit is still a better hit than the ones after it
-                if chunk is not None and self.distinct and any(_inside(chunk, chunks.get(b)) for b, _ in better):
+                if chunk is not None and self._copy(chunk, better, chunks):
                     continue
                 if chunk is not None and self.per_page and pages[chunk.document_id] >= self.per_page:
                     deferred.append((key, score))
                     continue
-                if chunk is not None and defer_release_notes and is_release_notes(chunk.document_id, chunk.title):
+                if chunk is not None and _waits(chunk, defer_release_notes):
                     deferred.append((key, score))
                     continue
                 if chunk is not None:
                     pages[chunk.document_id] += 1
                 kept.append((key, score))
         return kept + deferred[: self.keep - len(kept)], chunks
+
+    def _copy(self, chunk: Chunk, better: Sequence[tuple[str, float]], chunks: Mapping[str, Chunk]) -> bool:
+        """With `distinct`: whether `chunk`'s passage lies inside the passage of one of the `better` hits."""
+        return self.distinct and any(_inside(chunk, chunks.get(b)) for b, _ in better)
 
     def _payloads(self, keys: list[str]) -> dict[str, Chunk]:
         """The kept chunks. When this pass has used the lanes' in-memory BM25 engines (BM25 feedback, or
@@ -349,6 +350,11 @@ class RetrievalPlan:
         rest = [c for c in candidates[place:] if c.chunk.chunk_id != hop.chunk.chunk_id]
         ordered = [*candidates[:place], added, *rest][: self.keep]
         return [replace(c, fused_rank=rank) for rank, c in enumerate(ordered, start=1)]
+
+
+def _waits(chunk: Chunk, defer_release_notes: bool) -> bool:
+    """Whether `chunk` is a changelog hit that waits for places left (`release_notes=defer`, not asked about)."""
+    return defer_release_notes and is_release_notes(chunk.document_id, chunk.title)
 
 
 def _inside(chunk: Chunk, better: Chunk | None) -> bool:

@@ -10,7 +10,6 @@ from pathlib import Path
 import pytest
 
 from pipelines.golden_sets import normalise
-from pipelines.ingestion.rst_text import role_text
 from pipelines.settings import PROJECT_ROOT
 from tests.evals.test_heldout_golden import ROLE, page_text
 
@@ -36,16 +35,8 @@ def test_each_question_is_well_formed_and_its_evidence_is_on_its_page(path: Path
             assert row["pages"] == [] and row["evidence"] == [], row["id"]
             continue
         assert row["pages"] and row["evidence"], row["id"]
-        shown = [normalise(_shown(docs / page)) for page in row["pages"]]
+        shown = [normalise(page_text(docs / page)) for page in row["pages"]]
         for evidence in row["evidence"]:
             assert not ROLE.search(evidence), (row["id"], evidence)
             wanted = normalise(evidence)
             assert any(wanted in text for text in shown), (row["id"], evidence)
-
-
-def _shown(page: Path) -> str:
-    """A page as a reader sees it: built HTML's visible text (as the held-out sets read it), otherwise the source
-    with its roles as Sphinx shows them."""
-    if page.suffix == ".html":
-        return page_text(page)
-    return role_text(page.read_text(encoding="utf-8"))
