@@ -272,8 +272,11 @@ class _Converter(HTMLParser):
     def _emit(self, text: str) -> None:
         if self._term is not None:
             self._term.append(text)
-        elif self._descriptions and self._descriptions[-1].term is not None and text.strip() and self._in_description(
-            closing=True
+        elif (
+            self._descriptions
+            and self._descriptions[-1].term is not None
+            and text.strip()
+            and self._in_description(closing=True)
         ):
             # prose straight in the description, in no paragraph (`<dd>text</dd>`): the term is its subject
             self._descriptions[-1].started = True
