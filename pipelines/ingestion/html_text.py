@@ -20,8 +20,8 @@ description (`<dd>`), "`term` - description", and the description's paragraphs r
 sentences say what they describe and a trailing "Default: `5`" stays with the sentence it completes. API and
 settings references are written so (Sphinx's `<dl class="py data">`, option and field lists): read as paragraphs,
 the term was a line of its own, the sentence an answer quoted from the description never named the setting or
-function it described, and the default stood two paragraphs away from it. A term longer than `TERM_LIMIT`
-characters reads as its name when it is a signature ("name(...)"), else as a paragraph of its own, as does a term
+function it described, and the default stood two paragraphs away from it. A long term
+reads as its name when it is a signature (`definitions.shown_term`) ("name(...)"), else as a paragraph of its own, as does a term
 whose description opens with a block (a list, code, a note) rather than prose.
 """
 
@@ -30,6 +30,8 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass
 from html.parser import HTMLParser
+
+from pipelines.ingestion.definitions import shown_term
 
 _DROP_TAGS = {"nav", "header", "footer", "aside", "script", "style", "form", "noscript", "svg", "button", "template"}
 # A hint names boilerplate when a word of an element's class, role or id starts with it ("navbar", "bd-sidebar",
@@ -51,12 +53,6 @@ _BLOCKS = {"p", "div", "section", "li", "dt", "dd", "blockquote", "tr", "table",
 _LISTS = {"ul", "ol"}
 # Inside an item, these are its text and its nested lists; any other block (a table, a quote) is read as a block.
 _ITEM_FLOW = {"p", "ul", "ol"}
-# The longest term written before its description; a longer signature reads as its name.
-TERM_LIMIT = 80
-_SIGNATURE = re.compile(r"^((?:\w+\s+)*[^()\s]+)\s*\(.*\)\s*(?:->.*)?$", re.S)  # "class Name(...)"
-# The link to a page's source Sphinx's viewcode puts in a signature.
-_SOURCE_LINK = re.compile(r"\[source\]\s*$")
-_CODE_LIKE = re.compile(r"[\w.:\-]+(?:\(.*\))?")
 
 
 def looks_like_html(text: str) -> bool:
@@ -286,22 +282,6 @@ class _Converter(HTMLParser):
             self._cell.append(text)
         else:
             self.out.append(text)
-
-
-def shown_term(raw: str) -> str:
-    """A definition term as the subject of its description: on one line, without the signature's source link,
-    in code when it reads as a name or a signature. A term longer than `TERM_LIMIT` reads as its name when it is
-    a signature; otherwise it comes back on a line of its own ("\n" first), to be written as its own paragraph."""
-    term = _SOURCE_LINK.sub("", " ".join(raw.split())).strip()
-    bare = term.replace("`", "")
-    if len(bare) > TERM_LIMIT:
-        signature = _SIGNATURE.match(bare)
-        if not signature or len(signature.group(1)) > TERM_LIMIT:
-            return "\n" + term
-        bare = signature.group(1) + "()"
-    if not bare:
-        return ""
-    return f"`{bare}`" if _CODE_LIKE.fullmatch(bare.replace(" ", "")) and "`" not in bare else bare
 
 
 def html_to_markdown(html: str) -> tuple[str, str]:
