@@ -111,6 +111,9 @@ class AnswerRecord:
             "citation_validity": self.citation_validity,
             "quote_support": self.quote_support,
             "sentences": self.sentences,
+            # the retrieval the answer read (answer questions): evidence and page in its first five passages
+            "evidence5": self.evidence5,
+            "page5": self.page5,
             "first_sentence_ms": self.timings_ms.get("first_sentence"),
             "withheld_sentences": self.withheld,
             "fallback": self.fallback,

@@ -170,7 +170,9 @@ def test_eval_answers_scores_reply_kinds_and_citations(env: dict[str, str], sour
     assert first["answer_gate"] is None  # the gate is off by default: it read nothing
     # Its evidence, "The dashboard listens on port 7420 by default", is quoted whole (markers aside).
     assert first["evidence_in_answer"] == 1.0
+    assert first["evidence5"] == 1.0 and first["page5"] == 1.0  # the retrieval the answer read found it
     abstain = next(q for q in report["questions"] if q["expected"] == "abstain")
+    assert abstain["evidence5"] is None
     assert abstain["evidence_in_answer"] is None and 0.0 <= overall["evidence_in_answer"] <= 1.0
     # Every figure per half too: each question names its half, and the halves' reply kinds add up to all.
     assert report["half"] == "all" and set(report["halves"]) == {"tuning", "held_out"}
