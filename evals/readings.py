@@ -26,7 +26,7 @@ file per arm (`CORPUS.ARM.jsonl`, the format above) and counts, on the questions
 arm's verdicts (a declined answer counts as wrong) and how often the second arm read better or worse.
 
     python -m evals.readings blind attrs.sentence=a.json attrs.extended=b.json --golden G.jsonl \
-        --out items.jsonl --key key.json --readers 2
+        --out items.jsonl --key key.json --readers 2 [--differing]
     python -m evals.readings unblind key.json items.1.jsonl items.2.jsonl --out-dir readings/
 """
 
@@ -144,9 +144,16 @@ def unread_template(report: dict[str, Any], readings: dict[str, Reading]) -> lis
 
 
 def blind_items(
-    reports: dict[str, dict[str, Any]], golden: dict[str, GoldenQuestion], *, readers: int = 1, seed: int | None = None
+    reports: dict[str, dict[str, Any]],
+    golden: dict[str, GoldenQuestion],
+    *,
+    readers: int = 1,
+    seed: int | None = None,
+    differing: bool = False,
 ) -> tuple[list[list[dict[str, Any]]], dict[str, Any]]:
-    """The items each reader reads, and the key that unblinds them. `reports` maps `CORPUS.ARM` to a report."""
+    """The items each reader reads, and the key that unblinds them. `reports` maps `CORPUS.ARM` to a report.
+    `differing`: only the questions whose arms' answers differ (the only ones the comparison counts); the
+    others are not read, and their answers get no reading file line."""
     rng = random.Random(seed if seed is not None else secrets.randbits(64))
     arms: dict[str, list[str]] = {}
     for label in reports:
@@ -172,7 +179,7 @@ def blind_items(
             for label, digest in digests.items():
                 if digest is not None:
                     distinct.setdefault(digest, []).append(label)
-            if not distinct:
+            if not distinct or (differing and len(set(digests.values())) == 1):
                 continue
             gold = golden.get(qid)
             if gold is None:
@@ -274,6 +281,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     make.add_argument("--key", required=True, help="where to write the key (keep it from the readers)")
     make.add_argument("--readers", type=int, default=1)
     make.add_argument("--seed", type=int, help="shuffle seed (default: random)")
+    make.add_argument("--differing", action="store_true", help="only questions whose arms' answers differ")
     back = actions.add_parser("unblind", help="reading files per arm from the filled-in items")
     back.add_argument("key")
     back.add_argument("items", nargs="+", help="the filled-in items files")
@@ -309,7 +317,7 @@ def _blind(args: argparse.Namespace) -> int:
             raise ReadingError(f"{spec!r} is not CORPUS.ARM=REPORT.json")
         reports[label] = json.loads(Path(path).read_text(encoding="utf-8"))
     golden = {q.id: q for path in args.golden for q in load_golden(Path(path))}
-    files, key = blind_items(reports, golden, readers=args.readers, seed=args.seed)
+    files, key = blind_items(reports, golden, readers=args.readers, seed=args.seed, differing=args.differing)
     out = Path(args.out)
     names = [out] if len(files) == 1 else [out.with_suffix(f".{n}{out.suffix}") for n in range(1, len(files) + 1)]
     for name, items in zip(names, files, strict=True):

@@ -8,8 +8,8 @@ from typing import Any
 
 import pytest
 
-from evals.readings import ReadingError, answer_digest, load_readings, main, score, unblind
-from pipelines.golden_sets import half_of
+from evals.readings import ReadingError, answer_digest, blind_items, load_readings, main, score, unblind
+from pipelines.golden_sets import GoldenQuestion, half_of
 
 ROOT = Path(__file__).resolve().parents[2]
 
@@ -149,3 +149,21 @@ def test_an_item_left_unread_is_refused(tmp_path: Path) -> None:
         unblind(key, [])
     with pytest.raises(ReadingError, match="verdict None"):
         unblind(key, [{"item": "x1", "verdict": None}])
+
+
+def test_blind_reading_of_the_differing_answers_only_tallies_the_same(tmp_path: Path) -> None:
+    """`--differing`: a question both arms answer in the same words is not read (the tally never counts it), and
+    the items that are read unblind without it."""
+    golden = {
+        f"q-{n}": GoldenQuestion(f"q-{n}", f"Question {n}?", facts=[f"fact {n}"], evidence=[f"evidence {n}"])
+        for n in range(1, 4)
+    }
+    base = report(("q-1", "answered", "Same [C:a-1]."), ("q-2", "answered", "Old."), ("q-3", "answered", "Bad."))
+    variant = report(("q-1", "answered", "Same [C:b-9]."), ("q-2", "answered", "New."), ("q-3", "no_answer", ""))
+    files, key = blind_items({"set.base": base, "set.variant": variant}, golden, seed=3, differing=True)
+    assert sorted(i["answer"] for i in files[0]) == ["Bad.", "New.", "Old."]
+    verdict = {"Old.": "partial", "New.": "correct", "Bad.": "wrong"}
+    _, tally = unblind(key, [{**i, "verdict": verdict[i["answer"]]} for i in files[0]])
+    assert tally["set"]["differing"] == 2 and tally["set"]["second_better"] == 1 and tally["set"]["same"] == 1
+    every, _ = blind_items({"set.base": base, "set.variant": variant}, golden, seed=3)
+    assert len(every[0]) == 4  # without it, q-1's one answer is read too
