@@ -14,24 +14,12 @@ an item wraps (Sphinx writes `<li><p>...</p></li>`) stay on its bullet line, a l
 same item; a list nested in an item follows the item's line with no blank line between. Read as paragraphs, an
 item's text came out as a lone "-" and a paragraph, and a sentence announcing a list ("... three hook runners:")
 no longer had the list after it.
-
-Definition lists keep each entry's subject: a term (`<dt>`) is written before the first paragraph of its
-description (`<dd>`), "`term` - description", and the description's paragraphs read as one paragraph, so its
-sentences say what they describe and a trailing "Default: `5`" stays with the sentence it completes. API and
-settings references are written so (Sphinx's `<dl class="py data">`, option and field lists): read as paragraphs,
-the term was a line of its own, the sentence an answer quoted from the description never named the setting or
-function it described, and the default stood two paragraphs away from it. A long term
-reads as its name when it is a signature (`definitions.shown_term`) ("name(...)"), else as a paragraph of its own, as does a term
-whose description opens with a block (a list, code, a note) rather than prose.
 """
 
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 from html.parser import HTMLParser
-
-from pipelines.ingestion.definitions import shown_term
 
 _DROP_TAGS = {"nav", "header", "footer", "aside", "script", "style", "form", "noscript", "svg", "button", "template"}
 # A hint names boilerplate when a word of an element's class, role or id starts with it ("navbar", "bd-sidebar",
@@ -60,14 +48,6 @@ def looks_like_html(text: str) -> bool:
     return head.startswith(("<!doctype html", "<html")) or ("<body" in head and "</" in text)
 
 
-@dataclass
-class _Description:
-    """An open `<dd>`: the term waiting to be its first paragraph's subject, and whether a paragraph started."""
-
-    term: str | None
-    started: bool = False
-
-
 class _Converter(HTMLParser):
     def __init__(self, marked: bool = False) -> None:
         super().__init__(convert_charrefs=True)
@@ -84,9 +64,6 @@ class _Converter(HTMLParser):
         self.main_depth = 0
         self.has_main = False
         self._items: list[bool] = []  # per open list item: has its first paragraph started
-        self._term: list[str] | None = None  # the text of the definition term being read
-        self._pending: str | None = None  # a term read, its description not yet opened
-        self._descriptions: list[_Description] = []  # the open descriptions, innermost last
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag in _VOID:
@@ -108,7 +85,6 @@ class _Converter(HTMLParser):
             self._skip += 1
         if self._skip:
             return
-        self._describe(tag, attrs)
         if tag == "title":
             self._in_title = True
         elif main:
@@ -136,55 +112,8 @@ class _Converter(HTMLParser):
             self._cell = []
         elif tag in ("strong", "b"):
             self._emit("**")
-        elif tag == "dt":
-            self._flush_term()
-            self._term = []
-        elif tag == "dd":
-            self._descriptions.append(_Description(self._pending))
-            self._pending = None
-        elif tag == "p" and self._in_description():
-            described = self._descriptions[-1]
-            # a later paragraph of the description goes on its paragraph, on a line of its own
-            self._emit("\n" if described.started else "\n\n" + self._subject())
-            described.started = True
         elif tag in _BLOCKS:
             self._emit("\n\n")
-
-    def _describe(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
-        """Before an element opens straight in a description whose term waits: a block other than a paragraph (a
-        list, code, a note) writes the term as a paragraph of its own, except a field list (a function's
-        "Parameters"), after which the term waits on for the description's first paragraph."""
-        if not self._descriptions or self._descriptions[-1].term is None or not self._in_description():
-            return
-        if tag == "p" or not (tag in _BLOCKS or tag in ("pre", "table") or re.fullmatch(r"h[1-6]", tag)):
-            return
-        classes = {c for k, v in attrs if k == "class" for c in (v or "").split()}
-        if tag == "dl" and "field-list" in classes:
-            return
-        term, self._descriptions[-1].term = self._descriptions[-1].term, None
-        self._emit("\n\n" + term + "\n\n")
-        self._descriptions[-1].started = True
-
-    def _flush_term(self) -> None:
-        """A term with no description after it (the first of two terms, a list that ends): a paragraph of its own."""
-        if self._pending is not None:
-            term, self._pending = self._pending, None
-            self._emit("\n\n" + term + "\n\n")
-
-    def _subject(self) -> str:
-        """The description's waiting term as the subject of its first paragraph ("`term` - "), or nothing."""
-        described = self._descriptions[-1]
-        term, described.term = described.term, None
-        return f"{term} - " if term else ""
-
-    def _in_description(self, closing: bool = False) -> bool:
-        """The element just opened (the top of the stack), or just closed (already off it), sits straight in a
-        definition's description: the nearest block around it is a `dd`."""
-        if not self._descriptions:
-            return False
-        around = self._stack if closing else self._stack[:-1]
-        parent = next((tag for tag, _, _ in reversed(around) if tag in _BLOCKS or tag == "pre"), None)
-        return parent == "dd"
 
     def handle_endtag(self, tag: str) -> None:
         if tag in _VOID:
@@ -240,20 +169,6 @@ class _Converter(HTMLParser):
                 self._items.pop()  # the next item starts its own line; the list's end or the next block a paragraph
         elif tag in _ITEM_FLOW and self._in_item(closing=True):
             return  # the item's line goes on: its next paragraph or nested list follows on the next line
-        elif tag == "dt" and self._term is not None:
-            term = shown_term("".join(self._term))
-            self._term = None
-            if term.startswith("\n"):  # too long to be a subject: a paragraph of its own, as before
-                self._emit(term + "\n\n")
-            elif term:
-                self._pending = term
-        elif tag == "dd":
-            described = self._descriptions.pop() if self._descriptions else None
-            if described is not None and described.term is not None:  # a description of fields only
-                self._emit("\n\n" + described.term)
-            self._emit("\n\n")
-        elif tag == "p" and self._in_description(closing=True):
-            return  # the description's paragraph goes on: its next paragraph follows on the next line
         elif re.fullmatch(r"h[1-6]", tag) or tag in _BLOCKS:
             self._emit("\n\n")
 
@@ -266,19 +181,7 @@ class _Converter(HTMLParser):
         self._emit(data if self._pre else re.sub(r"\s+", " ", data))
 
     def _emit(self, text: str) -> None:
-        if self._term is not None:
-            self._term.append(text)
-        elif (
-            self._descriptions
-            and self._descriptions[-1].term is not None
-            and text.strip()
-            and self._in_description(closing=True)
-        ):
-            # prose straight in the description, in no paragraph (`<dd>text</dd>`): the term is its subject
-            self._descriptions[-1].started = True
-            self._emit(self._subject())
-            self._emit(text)
-        elif self._cell is not None:
+        if self._cell is not None:
             self._cell.append(text)
         else:
             self.out.append(text)
