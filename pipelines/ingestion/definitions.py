@@ -1,6 +1,7 @@
 """Definitions as API and settings references write them: a term (a setting, a function's signature) and its
-description. Both readers write the term as the subject of its description's first paragraph ("`term` - ..."), so a
-sentence quoted from the description names what it describes (docs/decisions/definition-lists.md)."""
+description. The reStructuredText reader writes an object directive's term as the subject of its description's first
+paragraph ("`term` - ..."), so a sentence quoted from the description names what it describes. HTML definition
+lists still read as paragraphs: the same reading of them failed its rule (docs/decisions/definition-lists.md)."""
 
 from __future__ import annotations
 
