@@ -41,8 +41,6 @@ _OPENING_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})")
 _FENCE_MARK = re.compile(r"(?:```|~~~)[\w+-]*")  # a fence's ticks and its language tag
 # What ends a unit that announces a block: a colon, or the full-width one of Chinese and Japanese text.
 COLONS = (":", "：")
-# The fewest words of a sentence an answer quotes on its own.
-SHORTEST = 3
 
 
 def prose_units(text: str) -> list[str]:
@@ -72,24 +70,10 @@ def _paragraph_units(text: str) -> tuple[tuple[str, ...], ...]:
                 paragraphs.extend((row,) for row in table_rows(list(run)))
                 continue
             for item in item_runs(list(run)):
-                sentences = _completed(split_sentences(item_text(item)))
+                sentences = tuple(s for s in split_sentences(item_text(item)) if words_in(s) >= 3)
                 if sentences:
                     paragraphs.append(sentences)
     return tuple(paragraphs)
-
-
-def _completed(sentences: Sequence[str]) -> tuple[str, ...]:
-    """The sentences of a paragraph that can be quoted: those of at least `SHORTEST` words, each with the shorter
-    ones after it. A fragment completes the sentence before it ("How many codes to generate. Default: 5", "...
-    is deprecated. Use X."): alone it is no answer, and dropped, the value it gave was lost to every answer.
-    A fragment that opens its paragraph has no sentence to complete and is dropped."""
-    kept: list[str] = []
-    for sentence in sentences:
-        if words_in(sentence) >= SHORTEST:
-            kept.append(sentence)
-        elif kept:
-            kept[-1] = f"{kept[-1]} {sentence}"
-    return tuple(kept)
 
 
 def item_runs(lines: Sequence[str], nested: bool = False) -> list[list[str]]:

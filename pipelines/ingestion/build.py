@@ -48,12 +48,10 @@ ANALYZER_VERSION = "bm25-analyzer-v1"
 # text between two reStructuredText literals is no reference ("``a`` and ``__b__``" keeps both code spans); 12: an
 # HTML page's content marked `role="main"` or `itemprop="articleBody"` is its main content, and boilerplate hints are
 # read inside the main content only (the Read the Docs theme's `wy-body-for-nav` had dropped whole pages); 13: inside
-# an HTML page's main content, Docutils' asides (sidebar, topic, footnote, citation) are kept as the page's text;
-# 14: an HTML definition's term was the subject of its description's first paragraph, whose paragraphs read as one;
-# 15: so was a reStructuredText object directive's name or signature, and a one-line paragraph of under three words
-# in its body ("Default: `None`") went on the paragraph before it; 16: 15 without 14, whose HTML reading failed its
-# rule (docs/decisions/definition-lists.md): HTML reads as at 13.
-PROCESSING_VERSION = 16
+# an HTML page's main content, Docutils' asides (sidebar, topic, footnote, citation) are kept as the page's text.
+# 14 to 16 (a definition's term as the subject of its description, in HTML and reStructuredText) failed their rules
+# and were reverted: what 13 writes is written again, so 13's indexes stay valid (docs/decisions/definition-lists.md).
+PROCESSING_VERSION = 13
 log = structlog.get_logger(__name__)
 Progress = Callable[[int, int], None]
 
