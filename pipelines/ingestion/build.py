@@ -49,8 +49,8 @@ ANALYZER_VERSION = "bm25-analyzer-v1"
 # HTML page's content marked `role="main"` or `itemprop="articleBody"` is its main content, and boilerplate hints are
 # read inside the main content only (the Read the Docs theme's `wy-body-for-nav` had dropped whole pages); 13: inside
 # an HTML page's main content, Docutils' asides (sidebar, topic, footnote, citation) are kept as the page's text.
-# 14 to 16 (a definition's term as the subject of its description, in HTML and reStructuredText) failed their rules
-# and were reverted: what 13 writes is written again, so 13's indexes stay valid (docs/decisions/definition-lists.md).
+# 14 to 16 (a definition's term as the subject of its description, in HTML and reStructuredText) were tried and not
+# adopted: what 13 writes is written again, so 13's indexes stay valid (docs/decisions/definition-lists.md).
 PROCESSING_VERSION = 13
 log = structlog.get_logger(__name__)
 Progress = Callable[[int, int], None]

@@ -151,7 +151,7 @@ def test_an_item_left_unread_is_refused(tmp_path: Path) -> None:
         unblind(key, [{"item": "x1", "verdict": None}])
 
 
-def test_blind_reading_of_the_differing_answers_only_tallies_the_same(tmp_path: Path) -> None:
+def test_blind_reading_of_the_differing_answers_only_tallies_the_same() -> None:
     """`--differing`: a question both arms answer in the same words is not read (the tally never counts it), and
     the items that are read unblind without it."""
     golden = {
