@@ -41,6 +41,10 @@ _OPENING_FENCE = re.compile(r"^[ \t]*(`{3,}|~{3,})")
 _FENCE_MARK = re.compile(r"(?:```|~~~)[\w+-]*")  # a fence's ticks and its language tag
 # What ends a unit that announces a block: a colon, or the full-width one of Chinese and Japanese text.
 COLONS = (":", "：")
+# The fewest words of a sentence an answer quotes on its own.
+SHORTEST = 3
+# A label and its value: "Default: 5", "Default:: `None`", "Type: int".
+LABELLED_VALUE = re.compile(r"^[A-Z][\w ]{0,24}:{1,2}\s*\S")
 
 
 def prose_units(text: str) -> list[str]:
@@ -70,10 +74,24 @@ def _paragraph_units(text: str) -> tuple[tuple[str, ...], ...]:
                 paragraphs.extend((row,) for row in table_rows(list(run)))
                 continue
             for item in item_runs(list(run)):
-                sentences = tuple(s for s in split_sentences(item_text(item)) if words_in(s) >= 3)
+                sentences = _completed(split_sentences(item_text(item)))
                 if sentences:
                     paragraphs.append(sentences)
     return tuple(paragraphs)
+
+
+def _completed(sentences: Sequence[str]) -> tuple[str, ...]:
+    """The sentences of a paragraph that can be quoted: those of at least `SHORTEST` words, each with the labelled
+    values after it. A shorter sentence that labels a value ("Default: 5", "Type: int") completes the sentence
+    before it ("How many codes to generate. Default: 5"): alone it is no answer, and dropped, the value was lost to
+    every answer. Other fragments ("If.", "Example:") are dropped, as is a labelled value that opens its paragraph."""
+    kept: list[str] = []
+    for sentence in sentences:
+        if words_in(sentence) >= SHORTEST:
+            kept.append(sentence)
+        elif kept and LABELLED_VALUE.match(sentence):
+            kept[-1] = f"{kept[-1]} {sentence}"
+    return tuple(kept)
 
 
 def item_runs(lines: Sequence[str], nested: bool = False) -> list[list[str]]:

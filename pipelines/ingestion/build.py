@@ -50,8 +50,10 @@ ANALYZER_VERSION = "bm25-analyzer-v1"
 # read inside the main content only (the Read the Docs theme's `wy-body-for-nav` had dropped whole pages); 13: inside
 # an HTML page's main content, Docutils' asides (sidebar, topic, footnote, citation) are kept as the page's text.
 # 14 to 16 (a definition's term as the subject of its description, in HTML and reStructuredText) were tried and not
-# adopted: what 13 writes is written again, so 13's indexes stay valid (docs/decisions/definition-lists.md).
-PROCESSING_VERSION = 13
+# adopted (docs/decisions/definition-lists.md); 17: a definition's term (an HTML `<dt>`, a reStructuredText object
+# directive's name or signature) is the subject of its description's first paragraph, every word of a long signature
+# kept on a line of its own, and a one-line "Default: `5`" paragraph goes on the paragraph it completes.
+PROCESSING_VERSION = 17
 log = structlog.get_logger(__name__)
 Progress = Callable[[int, int], None]
 

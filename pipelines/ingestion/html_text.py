@@ -14,12 +14,32 @@ an item wraps (Sphinx writes `<li><p>...</p></li>`) stay on its bullet line, a l
 same item; a list nested in an item follows the item's line with no blank line between. Read as paragraphs, an
 item's text came out as a lone "-" and a paragraph, and a sentence announcing a list ("... three hook runners:")
 no longer had the list after it.
+
+Definition lists keep each entry's subject: a term (`<dt>`) is written before the first paragraph of its
+description (`<dd>`), "`term` - description", and a one-line paragraph of under three words ("Default: `5`") goes on
+the paragraph it completes; the description's other paragraphs stay apart. API and settings references are written
+so (Sphinx's `<dl class="py data">`, option and field lists): read as paragraphs, the term was a line of its own,
+the sentence an answer quoted from the description never named the setting or function it described, and the
+default stood in a paragraph of two words no answer quotes. A term longer than `definitions.TERM_LIMIT` characters
+stays a paragraph of its own, every word of it in the index, and its name, when it is a signature ("name(...)"), is
+the subject; a term whose description opens with a block (a list, code, a note) rather than prose is a paragraph of
+its own, and one whose description opens with a field list ("Parameters") is the subject of the paragraph after it
+(docs/decisions/definition-lists.md).
 """
 
 from __future__ import annotations
 
 import re
+from dataclasses import dataclass
 from html.parser import HTMLParser
+
+from pipelines.ingestion.definitions import shown_term
+
+# Between two paragraphs of a description: one paragraph break, unless the second is a fragment (one line of fewer
+# than three words, "Default: `5`"), which goes on the line after the paragraph it completes.
+_BREAK = "\n\x03\n"
+_FRAGMENT_BREAK = re.compile(r"\n\x03\n(?=([^\n]*)(?:\n\n|\n\x03\n|\Z))")
+_NAME = re.compile(r"^((?:\w+\s+)*[^()\s]+)\s*\(")
 
 _DROP_TAGS = {"nav", "header", "footer", "aside", "script", "style", "form", "noscript", "svg", "button", "template"}
 # A hint names boilerplate when a word of an element's class, role or id starts with it ("navbar", "bd-sidebar",
@@ -48,6 +68,14 @@ def looks_like_html(text: str) -> bool:
     return head.startswith(("<!doctype html", "<html")) or ("<body" in head and "</" in text)
 
 
+@dataclass
+class _Description:
+    """An open `<dd>`: the term waiting to be its first paragraph's subject, and whether a paragraph started."""
+
+    term: str | None
+    started: bool = False
+
+
 class _Converter(HTMLParser):
     def __init__(self, marked: bool = False) -> None:
         super().__init__(convert_charrefs=True)
@@ -64,6 +92,9 @@ class _Converter(HTMLParser):
         self.main_depth = 0
         self.has_main = False
         self._items: list[bool] = []  # per open list item: has its first paragraph started
+        self._term: list[str] | None = None  # the text of the definition term being read
+        self._pending: str | None = None  # a term read, its description not yet opened
+        self._descriptions: list[_Description] = []  # the open descriptions, innermost last
 
     def handle_starttag(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         if tag in _VOID:
@@ -85,6 +116,7 @@ class _Converter(HTMLParser):
             self._skip += 1
         if self._skip:
             return
+        self._describe(tag, attrs)
         if tag == "title":
             self._in_title = True
         elif main:
@@ -112,8 +144,55 @@ class _Converter(HTMLParser):
             self._cell = []
         elif tag in ("strong", "b"):
             self._emit("**")
+        elif tag == "dt":
+            self._flush_term()
+            self._term = []
+        elif tag == "dd":
+            self._descriptions.append(_Description(self._pending))
+            self._pending = None
+        elif tag == "p" and self._in_description():
+            described = self._descriptions[-1]
+            # a later paragraph of the description goes on its paragraph, on a line of its own
+            self._emit(_BREAK if described.started else "\n\n" + self._subject())
+            described.started = True
         elif tag in _BLOCKS:
             self._emit("\n\n")
+
+    def _describe(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
+        """Before an element opens straight in a description whose term waits: a block other than a paragraph (a
+        list, code, a note) writes the term as a paragraph of its own, except a field list (a function's
+        "Parameters"), after which the term waits on for the description's first paragraph."""
+        if not self._descriptions or self._descriptions[-1].term is None or not self._in_description():
+            return
+        if tag == "p" or not (tag in _BLOCKS or tag in ("pre", "table") or re.fullmatch(r"h[1-6]", tag)):
+            return
+        classes = {c for k, v in attrs if k == "class" for c in (v or "").split()}
+        if tag == "dl" and "field-list" in classes:
+            return
+        term, self._descriptions[-1].term = self._descriptions[-1].term, None
+        self._emit("\n\n" + term + "\n\n")
+        self._descriptions[-1].started = True
+
+    def _flush_term(self) -> None:
+        """A term with no description after it (the first of two terms, a list that ends): a paragraph of its own."""
+        if self._pending is not None:
+            term, self._pending = self._pending, None
+            self._emit("\n\n" + term + "\n\n")
+
+    def _subject(self) -> str:
+        """The description's waiting term as the subject of its first paragraph ("`term` - "), or nothing."""
+        described = self._descriptions[-1]
+        term, described.term = described.term, None
+        return f"{term} - " if term else ""
+
+    def _in_description(self, closing: bool = False) -> bool:
+        """The element just opened (the top of the stack), or just closed (already off it), sits straight in a
+        definition's description: the nearest block around it is a `dd`."""
+        if not self._descriptions:
+            return False
+        around = self._stack if closing else self._stack[:-1]
+        parent = next((tag for tag, _, _ in reversed(around) if tag in _BLOCKS or tag == "pre"), None)
+        return parent == "dd"
 
     def handle_endtag(self, tag: str) -> None:
         if tag in _VOID:
@@ -169,6 +248,26 @@ class _Converter(HTMLParser):
                 self._items.pop()  # the next item starts its own line; the list's end or the next block a paragraph
         elif tag in _ITEM_FLOW and self._in_item(closing=True):
             return  # the item's line goes on: its next paragraph or nested list follows on the next line
+        elif tag == "dt" and self._term is not None:
+            raw = re.sub(r"\[source\]$", "", " ".join("".join(self._term).split())).strip()
+            term = shown_term(raw)
+            self._term = None
+            if term.startswith("\n") or (term and len(term.strip("`")) < len(raw.replace("`", "").strip())):
+                # too long to be a subject: the whole term a paragraph of its own, as before (every word of a long
+                # signature stays in the text), and its name, when it has one, the subject
+                self._emit("\n\n" + raw + "\n\n")
+                name = _NAME.match(raw.replace("`", ""))
+                if name and not term.startswith("\n"):
+                    self._pending = term
+            elif term:
+                self._pending = term
+        elif tag == "dd":
+            described = self._descriptions.pop() if self._descriptions else None
+            if described is not None and described.term is not None:  # a description of fields only
+                self._emit("\n\n" + described.term)
+            self._emit("\n\n")
+        elif tag == "p" and self._in_description(closing=True):
+            return  # the description's paragraph goes on: its next paragraph follows on the next line
         elif re.fullmatch(r"h[1-6]", tag) or tag in _BLOCKS:
             self._emit("\n\n")
 
@@ -181,7 +280,19 @@ class _Converter(HTMLParser):
         self._emit(data if self._pre else re.sub(r"\s+", " ", data))
 
     def _emit(self, text: str) -> None:
-        if self._cell is not None:
+        if self._term is not None:
+            self._term.append(text)
+        elif (
+            self._descriptions
+            and self._descriptions[-1].term is not None
+            and text.strip()
+            and self._in_description(closing=True)
+        ):
+            # prose straight in the description, in no paragraph (`<dd>text</dd>`): the term is its subject
+            self._descriptions[-1].started = True
+            self._emit(self._subject())
+            self._emit(text)
+        elif self._cell is not None:
             self._cell.append(text)
         else:
             self.out.append(text)
@@ -196,6 +307,8 @@ def html_to_markdown(html: str) -> tuple[str, str]:
     if parser.has_main:
         raw = "\n\n".join(re.findall(r"\x01(.*?)(?:\x02|$)", raw, re.S))
     raw = raw.replace("\x01", "").replace("\x02", "")
+    raw = _FRAGMENT_BREAK.sub(lambda m: "\n" if len(m.group(1).split()) < 3 else "\n\n", raw)
+    raw = raw.replace(_BREAK, "\n\n")
     lines = [line.rstrip() if line.startswith((" ", "\t")) else line.strip() for line in raw.split("\n")]
     text = re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip() + "\n"
     h1 = re.search(r"^# (.+)$", text, re.M)

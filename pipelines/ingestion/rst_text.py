@@ -6,6 +6,8 @@ from __future__ import annotations
 
 import re
 
+from pipelines.ingestion.definitions import described
+
 _UNDERLINE = re.compile(r"^([=\-~^\"'`#*+:.])\1{2,}\s*$")
 # A comment (".. text") or a link target (".. _name:"): whatever starts with ".. " and is no directive.
 _COMMENT = re.compile(r"^\.\.(\s|$)")
@@ -22,6 +24,11 @@ UNSEEN = {"toctree", "contents", "index", "meta", "raw", "include", "only", "cur
            "rst-class", "image", "literalinclude", "sectionauthor", "moduleauthor", "default-role", "tabularcolumns"}  # fmt: skip
 # Directives whose argument is a condition or a class, not text: their body alone is shown.
 BODY_ONLY = {"ifconfig", "class", "container", "tabs", "tab", "group-tab"}
+# Directives that describe an object of a domain (`py:function`, `confval`, by their name without the domain): the
+# argument (a name, a signature) is the subject of the body (`definitions.described`).
+OBJECTS = {"data", "attribute", "function", "method", "class", "exception", "decorator", "decoratormethod",
+           "classmethod", "staticmethod", "property", "confval", "envvar", "option", "describe", "object", "type",
+           "var", "member", "macro"}  # fmt: skip
 # What Sphinx writes before a version note's text.
 VERSION_NOTES = {"versionadded": "Added in version", "version-added": "Added in version",
                   "versionchanged": "Changed in version", "version-changed": "Changed in version",
@@ -122,7 +129,9 @@ def rst_to_markdown(text: str) -> tuple[str, str]:
                 out.extend(["", f"`{argument.strip()}`", ""])
             elif name in BODY_ONLY:
                 out.extend(["", *_nested(body), ""])
-            elif name not in UNSEEN:  # a signature (`py:function`) or a title, then its text, a paragraph of its own
+            elif name.rsplit(":", 1)[-1] in OBJECTS and argument.strip():  # a name or a signature, then its text
+                out.extend(["", *described(_inline(argument.strip()), _nested(body)), ""])
+            elif name not in UNSEEN:  # a title, then its text, a paragraph of its own
                 out.extend(["", _inline(argument), *_nested(body), ""])
             continue
         out.append(_inline(line.rstrip()))

@@ -110,3 +110,19 @@ def test_a_passage_split_once_is_split_the_same_again_whatever_a_caller_did_with
         ["first item of a list"],
         ["second item here"],
     ]
+
+
+def test_a_labelled_value_completes_the_sentence_before_it_and_other_fragments_are_dropped() -> None:
+    """ "Default: 5" is two words, no unit on its own: it goes on the sentence it completes. A fragment that labels
+    no value ("If.", "Example:") is dropped as before, and so is a labelled value that opens its paragraph."""
+    text = (
+        "How many recovery codes to generate. Default:: `5`\n\n"
+        "Files are read from the cache. If.\n\n"
+        "Use a lazy function for mutable values. Example:\n\n"
+        "Type: int\n"
+    )
+    assert paragraph_units(text) == [
+        ["How many recovery codes to generate. Default:: 5"],
+        ["Files are read from the cache."],
+        ["Use a lazy function for mutable values."],
+    ]

@@ -228,7 +228,8 @@ def test_html_lists_keep_their_items_on_their_bullets_and_their_nesting() -> Non
 
 def test_restructuredtext_directives_in_a_domain_and_with_code_bodies() -> None:
     """A Sphinx extension's directive (`harbor:example`) holds code, as `code-block` does; a directive of the Python
-    domain (`py:function`) holds prose under its signature. Neither leaves its `.. name::` line in the text."""
+    domain (`py:function`) holds prose, its signature the subject of the first paragraph and a two-word default
+    completing the paragraph before it. Neither leaves its `.. name::` line in the text."""
     rst = """Retention
 =========
 
@@ -241,10 +242,15 @@ Keep the logs longer by passing ``days``:
 .. py:function:: retain(days)
 
    Keep build logs for ``days`` days.
+
+   Default: ``30``
+
+   Logs older than that are deleted at night.
 """
     clean = clean_document(page("retention.rst", rst)).text
     assert "```\nharbor.retain(days=30)\n```" in clean and ".. " not in clean and "harbor:example" not in clean
-    assert "retain(days)\nKeep build logs for `days` days." in clean
+    assert "`retain(days)` - Keep build logs for `days` days.\nDefault: `30`\n\nLogs older" in clean
+    assert "retain(days) - Keep build logs for days days. Default: 30" in prose_units(clean)
     block = introduced(clean)["Keep the logs longer by passing days:"]
     assert block_parts(block) == ["```\nharbor.retain(days=30)\n```"]
 
@@ -331,3 +337,36 @@ def test_two_restructuredtext_literals_keep_their_code_spans_beside_a_reference(
         )
     ).text
     assert "The `attr` module has an `__version_info__` attribute; see [the guide](https://x.org)." in text
+
+
+def test_html_definition_terms_are_the_subjects_of_their_descriptions() -> None:
+    """An API or settings reference (Sphinx's `<dl class="py data">`): the term opens its description's first
+    paragraph and a labelled value ("Default: `3`") goes on the paragraph it completes, so the sentence an answer
+    quotes names what it describes and keeps its default; other paragraphs stay apart. A long signature stays a
+    paragraph of its own, every word in the index, with its name the subject; a description that opens with its
+    parameters gives the term to the paragraph after them; one that opens with code keeps its term apart."""
+    long_signature = "class Pool(" + ", ".join(f"option_{n}=None" for n in range(12)) + ")"
+    html = f"""<!DOCTYPE html><html><body><main><h1>Settings</h1>
+    <dl class="py data"><dt class="sig sig-object py" id="HARBOR_RETRIES">
+    <span class="sig-name descname"><span class="pre">HARBOR_RETRIES</span></span>
+    <a class="headerlink" href="#HARBOR_RETRIES">¶</a></dt>
+    <dd><p>How many times a failed upload is tried again.</p><p>Default: <code>3</code></p>
+    <p>Set it to 0 to fail at once.</p></dd></dl>
+    <dl class="py method"><dt class="sig" id="Pool.bind"><span class="pre">bind</span>(<em>store=None</em>)
+    <a class="reference internal" href="_modules/x.html"><span class="viewcode-link">[source]</span></a></dt>
+    <dd><dl class="field-list simple"><dt class="field-odd">Parameters</dt>
+    <dd class="field-odd"><p><strong>store</strong> – the store to bind.</p></dd></dl>
+    <p>Bind the pool to one store.</p></dd></dl>
+    <dl class="py class"><dt class="sig" id="Pool">{long_signature}</dt><dd><p>A pool of uploads.</p></dd></dl>
+    <dl class="py function"><dt class="sig" id="run">run()</dt><dd><pre>run()</pre><p>Runs the pool.</p></dd></dl>
+    </main></body></html>"""
+    text = clean_document(page("settings.html", html)).text
+    assert "`HARBOR_RETRIES` - How many times a failed upload is tried again.\nDefault: `3`\n\nSet it to 0" in text
+    assert "`Parameters` - **store** – the store to bind.\n\n`bind(store=None)` - Bind the pool to one store." in text
+    assert f"{long_signature}\n\n`class Pool()` - A pool of uploads." in text  # every word of it kept
+    assert "`run()`\n\n```\nrun()\n```" in text and "\n\nRuns the pool." in text
+    units = prose_units(text)
+    # The two-word default completes the sentence before it; alone it was no unit, and the value was lost.
+    assert "HARBOR_RETRIES - How many times a failed upload is tried again. Default: 3" in units
+    assert "bind(store=None) - Bind the pool to one store." in units
+    assert not any(u.startswith("Default") for u in units) and "Set it to 0 to fail at once." in units
