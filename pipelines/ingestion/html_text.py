@@ -152,7 +152,7 @@ class _Converter(HTMLParser):
             self._pending = None
         elif tag == "p" and self._in_description():
             described = self._descriptions[-1]
-            # a later paragraph of the description goes on its paragraph, on a line of its own
+            # a later paragraph of the description: a break that `html_to_markdown` reads (`_FRAGMENT_BREAK`)
             self._emit(_BREAK if described.started else "\n\n" + self._subject())
             described.started = True
         elif tag in _BLOCKS:
@@ -267,7 +267,7 @@ class _Converter(HTMLParser):
                 self._emit("\n\n" + described.term)
             self._emit("\n\n")
         elif tag == "p" and self._in_description(closing=True):
-            return  # the description's paragraph goes on: its next paragraph follows on the next line
+            return  # what follows the description's paragraph is a break of its own (`_BREAK`) or the `dd`'s end
         elif re.fullmatch(r"h[1-6]", tag) or tag in _BLOCKS:
             self._emit("\n\n")
 
@@ -308,7 +308,7 @@ def html_to_markdown(html: str) -> tuple[str, str]:
         raw = "\n\n".join(re.findall(r"\x01(.*?)(?:\x02|$)", raw, re.S))
     raw = raw.replace("\x01", "").replace("\x02", "")
     raw = _FRAGMENT_BREAK.sub(lambda m: "\n" if len(m.group(1).split()) < 3 else "\n\n", raw)
-    raw = raw.replace(_BREAK, "\n\n")
+    raw = raw.replace(_BREAK, "\n\n").replace("\x03", "")  # a break inside a table cell is gone with it
     lines = [line.rstrip() if line.startswith((" ", "\t")) else line.strip() for line in raw.split("\n")]
     text = re.sub(r"\n{3,}", "\n\n", "\n".join(lines)).strip() + "\n"
     h1 = re.search(r"^# (.+)$", text, re.M)
