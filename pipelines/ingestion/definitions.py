@@ -14,13 +14,23 @@ _SOURCE_LINK = re.compile(r"\[source\]\s*$")
 _CODE_LIKE = re.compile(r"[\w.:\-]+(?:\(.*\))?")
 
 
+def term_text(raw: str) -> str:
+    """A definition term as the page shows it, on one line and without the signature's source link."""
+    return _SOURCE_LINK.sub("", " ".join(raw.split())).strip()
+
+
+def is_long(term: str) -> bool:
+    """Whether `term` is too long to be a subject whole (`shown_term` gives its name, or a line of its own)."""
+    return len(term.replace("`", "")) > TERM_LIMIT
+
+
 def shown_term(raw: str) -> str:
     """A definition term as the subject of its description: on one line, without the signature's source link,
     in code when it reads as a name or a signature. A term longer than `TERM_LIMIT` reads as its name when it is
     a signature; otherwise it comes back on a line of its own ("\n" first), to be written as its own paragraph."""
-    term = _SOURCE_LINK.sub("", " ".join(raw.split())).strip()
+    term = term_text(raw)
     bare = term.replace("`", "")
-    if len(bare) > TERM_LIMIT:
+    if is_long(bare):
         signature = _SIGNATURE.match(bare)
         if not signature or len(signature.group(1)) > TERM_LIMIT:
             return "\n" + term

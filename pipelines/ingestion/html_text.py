@@ -33,13 +33,12 @@ import re
 from dataclasses import dataclass
 from html.parser import HTMLParser
 
-from pipelines.ingestion.definitions import shown_term
+from pipelines.ingestion.definitions import is_long, shown_term, term_text
 
 # Between two paragraphs of a description: one paragraph break, unless the second is a fragment (one line of fewer
 # than three words, "Default: `5`"), which goes on the line after the paragraph it completes.
 _BREAK = "\n\x03\n"
 _FRAGMENT_BREAK = re.compile(r"\n\x03\n(?=([^\n]*)(?:\n\n|\n\x03\n|\Z))")
-_NAME = re.compile(r"^((?:\w+\s+)*[^()\s]+)\s*\(")
 
 _DROP_TAGS = {"nav", "header", "footer", "aside", "script", "style", "form", "noscript", "svg", "button", "template"}
 # A hint names boilerplate when a word of an element's class, role or id starts with it ("navbar", "bd-sidebar",
@@ -164,7 +163,7 @@ class _Converter(HTMLParser):
         "Parameters"), after which the term waits on for the description's first paragraph."""
         if not self._descriptions or self._descriptions[-1].term is None or not self._in_description():
             return
-        if tag == "p" or not (tag in _BLOCKS or tag in ("pre", "table") or re.fullmatch(r"h[1-6]", tag)):
+        if tag == "p" or not (tag in _BLOCKS or tag == "pre" or re.fullmatch(r"h[1-6]", tag)):
             return
         classes = {c for k, v in attrs if k == "class" for c in (v or "").split()}
         if tag == "dl" and "field-list" in classes:
@@ -188,11 +187,7 @@ class _Converter(HTMLParser):
     def _in_description(self, closing: bool = False) -> bool:
         """The element just opened (the top of the stack), or just closed (already off it), sits straight in a
         definition's description: the nearest block around it is a `dd`."""
-        if not self._descriptions:
-            return False
-        around = self._stack if closing else self._stack[:-1]
-        parent = next((tag for tag, _, _ in reversed(around) if tag in _BLOCKS or tag == "pre"), None)
-        return parent == "dd"
+        return bool(self._descriptions) and self._parent_block(closing) == "dd"
 
     def handle_endtag(self, tag: str) -> None:
         if tag in _VOID:
@@ -213,9 +208,13 @@ class _Converter(HTMLParser):
     def _in_item(self, closing: bool = False) -> bool:
         """The element just opened (the top of the stack), or just closed (already off it), sits directly in a
         list item's flow: the nearest block around it is an `li`."""
+        return self._parent_block(closing) == "li"
+
+    def _parent_block(self, closing: bool = False) -> str | None:
+        """The nearest block around the element just opened (the top of the stack), or just closed (already off
+        it)."""
         around = self._stack if closing else self._stack[:-1]
-        parent = next((tag for tag, _, _ in reversed(around) if tag in _BLOCKS or tag == "pre"), None)
-        return parent == "li"
+        return next((tag for tag, _, _ in reversed(around) if tag in _BLOCKS or tag == "pre"), None)
 
     def _close(self, tag: str, main: bool = False) -> None:
         if tag == "title":
@@ -249,15 +248,12 @@ class _Converter(HTMLParser):
         elif tag in _ITEM_FLOW and self._in_item(closing=True):
             return  # the item's line goes on: its next paragraph or nested list follows on the next line
         elif tag == "dt" and self._term is not None:
-            raw = re.sub(r"\[source\]$", "", " ".join("".join(self._term).split())).strip()
-            term = shown_term(raw)
+            whole = term_text("".join(self._term))
+            term = shown_term(whole)
             self._term = None
-            if term.startswith("\n") or (term and len(term.strip("`")) < len(raw.replace("`", "").strip())):
-                # too long to be a subject: the whole term a paragraph of its own, as before (every word of a long
-                # signature stays in the text), and its name, when it has one, the subject
-                self._emit("\n\n" + raw + "\n\n")
-                name = _NAME.match(raw.replace("`", ""))
-                if name and not term.startswith("\n"):
+            if is_long(whole):  # every word of a long term on a line of its own, as before; its name the subject
+                self._emit("\n\n" + whole + "\n\n")
+                if not term.startswith("\n"):
                     self._pending = term
             elif term:
                 self._pending = term
