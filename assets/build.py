@@ -19,6 +19,7 @@ from assets.ingestion import (
     chunks,
     clean_documents,
     embeddings,
+    reference_vectors,
     sentence_vectors,
     shadow_collection,
     source_documents,
@@ -158,7 +159,8 @@ def build_index(
     tags = {"ragline/version": version, "ragline/source": request.source}
     steps: list[tuple[AssetSelection, str | None]] = [(AssetSelection.assets(source_documents, clean_documents), None)]
     steps += [(AssetSelection.assets(chunks), strategy) for strategy in request.strategies]
-    steps.append((AssetSelection.assets(embeddings, sentence_vectors, shadow_collection, active_index), None))
+    rest = AssetSelection.assets(embeddings, sentence_vectors, reference_vectors, shadow_collection, active_index)
+    steps.append((rest, None))
     result = None
     try:
         with dagster_instance(settings) as instance:

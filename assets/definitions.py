@@ -33,7 +33,7 @@ SETTINGS = Settings()
 
 # By hand in the UI: materialise documents, backfill the `chunks` partitions, then the rest.
 DOCUMENTS = ["source_documents", "clean_documents"]
-REST = ["embeddings", "sentence_vectors", "shadow_collection", "active_index"]
+REST = ["embeddings", "sentence_vectors", "reference_vectors", "shadow_collection", "active_index"]
 documents_job = define_asset_job("documents", selection=DOCUMENTS)
 chunks_job = define_asset_job("chunks_by_strategy", selection=["chunks"], partitions_def=STRATEGY_PARTITIONS)
 rest_job = define_asset_job("embed_and_activate", selection=REST)

@@ -33,6 +33,7 @@ from pipelines.adapters.embedders import load_embedder
 from pipelines.adapters.registry import IndexVersion
 from pipelines.answering.sentence_vectors import VECTOR_RANKERS, shown_texts
 from pipelines.documents import Chunk, Document
+from pipelines.guardrails.topic_gate import reference_passages
 from pipelines.ingestion import build, index_checks
 from pipelines.ingestion.chunkers import STRATEGIES
 from pipelines.retrieval import smoke_check
@@ -293,6 +294,21 @@ def sentence_vectors_are_stored(
 
 
 @asset(group_name=GROUP, required_resource_keys={"ragline"})
+def reference_vectors(context: AssetExecutionContext) -> dict[str, Any]:
+    """The embedding model's vectors of the general-knowledge passages the off-topic check compares a question with
+    (`RAGLINE_TOPIC_REFERENCE`, pipelines/guardrails/topic_gate.py), stored in the embedding cache, so its first
+    question does not wait while they are embedded. Nothing while the check is off; after the first build, all reused."""
+    env = _env(context)
+    texts = reference_passages() if env.settings.topic_reference else []
+    started = time.perf_counter()
+    path = env.settings.data_dir / "embedding_cache.sqlite"
+    reused, computed = build.cache_vectors(texts, env.request, path, _progress(context, env, "reference vectors"))
+    summary = {"texts": len(texts), "reused": reused, "computed": computed}
+    context.add_output_metadata({**summary, "seconds": round(time.perf_counter() - started, 2)})
+    return summary
+
+
+@asset(group_name=GROUP, required_resource_keys={"ragline"})
 def shadow_collection(
     context: AssetExecutionContext,
     clean_documents: list[Document],
@@ -380,6 +396,7 @@ INGESTION_ASSETS = [
     chunks,
     embeddings,
     sentence_vectors,
+    reference_vectors,
     shadow_collection,
     active_index,
 ]

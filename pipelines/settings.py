@@ -520,6 +520,12 @@ class Settings(BaseSettings):
     topic_floor: float | None = Field(
         None, description="Topic gate: least cosine similarity to the corpus centroid; unset: calibrated, else off."
     )
+    topic_reference: bool = Field(
+        False,
+        description="Topic gate without calibration: an English question nearer the centroid of general-knowledge "
+        "passages (cooking, cars, health, ...) than the corpus centroid is off-topic (`no_answer`). Off by default: "
+        "it also declined 6 of 110 answerable search-box queries (docs/decisions/topic-reference.md).",
+    )
     calibration_file: Path | None = Field(
         None, description="Calibration JSON written by `ragline calibrate` (default: calibration.json in the data dir)."
     )

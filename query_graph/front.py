@@ -227,9 +227,11 @@ class FrontHalf:
         if version.version not in self._units_checked:  # once per index version this process serves
             self._units_checked.add(version.version)
             warn_if_units_differ(self._applied, version.version, dense_units.described(version.chunk_settings))
-        centroid = None
-        if s.topic_floor is not None:
+        centroid = reference = None
+        if s.topic_floor is not None or s.topic_reference:
             centroid = self.centroids.get(version.version, s.chunk_strategy, index, self.embedder)
+        if s.topic_reference and centroid is not None:
+            reference = self.centroids.reference(self.embedder)
         return {
             "max_question_chars": s.max_question_chars,
             "index_languages": list(version.languages),
@@ -241,7 +243,7 @@ class FrontHalf:
             "clarify_unnamed": s.clarify_unnamed,
             "clarify_complaint_words": s.clarify_complaint_words,
             "calibration_version": self.calibration_version,
-            "topic_setup": TopicSetup(centroid, s.topic_floor),
+            "topic_setup": TopicSetup(centroid, s.topic_floor, reference),
             "semantic_setup": self.semantic_setup(version.version),
         }
 

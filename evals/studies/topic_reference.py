@@ -16,7 +16,9 @@ similarity) of every question, so the answer questions nearest the line are visi
         --set ../shared/corpora/fastapi-docs:en/**/*.md ../shared/golden/fastapi_en.jsonl --out topic.json
     python -m evals.studies.topic_reference --corpora evals/corpora --goldens evals/golden --out topic.json
 
-A source written `DIR:GLOB` is read with that include pattern (as `--include`).
+A source written `DIR:GLOB` is read with that include pattern (as `--include`), `DIR:GLOB,GLOB` with each.
+`--short evals/data/short_questions*.jsonl` reads search-box queries, each set split by its `corpus` field and
+paired with `evals/corpora/<corpus>/docs`.
 """
 
 from __future__ import annotations
@@ -34,21 +36,11 @@ import numpy as np
 from evals.golden import load_golden
 from pipelines.adapters.embedders import load_embedder
 from pipelines.answering.coverage import assess
-from pipelines.guardrails.topic_gate import centroid_of
+from pipelines.guardrails.topic_gate import REFERENCE_FILE, centroid_of, reference_passages
 from pipelines.ingestion.build import BuildRequest, chunk_documents, clean_documents, fetch_documents
 from pipelines.ingestion.dense_units import embedding_text
 from pipelines.settings import Settings
 from pipelines.text.analysis import analyzer
-
-REFERENCE = Path(__file__).resolve().parents[2] / "pipelines" / "guardrails" / "data" / "general_reference.txt"
-
-
-def reference_passages(path: Path = REFERENCE) -> list[str]:
-    return [
-        line.strip()
-        for line in path.read_text(encoding="utf-8").splitlines()
-        if line.strip() and not line.startswith("#")
-    ]
 
 
 def corpus_texts(source: str, include: Sequence[str], sample: int) -> tuple[list[str], int, set[str]]:
@@ -61,13 +53,13 @@ def corpus_texts(source: str, include: Sequence[str], sample: int) -> tuple[list
     chunks = chunk_documents(documents, request, settings.chunk_strategy)
     analyze = analyzer(request.bm25_analyzer)
     vocabulary = {term for c in chunks for term in analyze(embedding_text(c), c.language)}
-    step = max(1, math.ceil(len(chunks) / sample))
+    step = max(1, math.ceil(len(chunks) / sample)) if sample > 0 else 1  # 0: every chunk, as the graph's centroid
     return [embedding_text(c) for c in chunks[::step]], len(chunks), vocabulary
 
 
 def study_set(source_arg: str, golden: Path, embedder: object, reference: np.ndarray, sample: int) -> dict[str, object]:
     source, _, include = source_arg.partition(":")
-    texts, total, vocabulary = corpus_texts(source, [include] if include else [], sample)
+    texts, total, vocabulary = corpus_texts(source, include.split(",") if include else [], sample)
     analyze = analyzer(Settings().bm25_analyzer)
 
     def contains(term: str) -> bool:
@@ -119,6 +111,22 @@ def pairs_from_folders(corpora: Path, goldens: Path) -> list[tuple[str, Path]]:
     ]
 
 
+def pairs_from_short(paths: Sequence[Path], corpora: Path, folder: Path) -> list[tuple[str, Path]]:
+    """Short-query files hold several corpora's queries (their `corpus` field): one golden file per corpus."""
+    lines: dict[str, list[str]] = {}
+    for path in paths:
+        for line in path.read_text(encoding="utf-8").splitlines():
+            if line.strip():
+                lines.setdefault(json.loads(line)["corpus"], []).append(line)
+    folder.mkdir(parents=True, exist_ok=True)
+    pairs = []
+    for corpus, own in sorted(lines.items()):
+        golden = folder / f"{corpus}.jsonl"
+        golden.write_text("\n".join(own) + "\n", encoding="utf-8")
+        pairs.append((str(corpora / corpus / "docs"), golden))
+    return pairs
+
+
 def summary(sets: Sequence[dict[str, object]]) -> dict[str, dict[str, int]]:
     out: dict[str, dict[str, int]] = {}
     for record in sets:
@@ -134,13 +142,17 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser.add_argument("--set", nargs=2, action="append", default=[], metavar=("SOURCE", "GOLDEN"))
     parser.add_argument("--corpora", type=Path, help="a folder of corpora, each <name>/docs, paired with --goldens")
     parser.add_argument("--goldens", type=Path, help="a folder of <name>.jsonl golden sets")
-    parser.add_argument("--reference", type=Path, default=REFERENCE)
-    parser.add_argument("--sample", type=int, default=300, help="chunks embedded for a corpus centroid")
+    parser.add_argument("--short", type=Path, nargs="+", default=[], help="short-query files, split by their corpus")
+    parser.add_argument("--reference", type=Path, default=REFERENCE_FILE)
+    parser.add_argument("--sample", type=int, default=300, help="chunks embedded for a corpus centroid (0: all)")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
     pairs = [(s, Path(g)) for s, g in args.set]
     if args.corpora and args.goldens:
         pairs += pairs_from_folders(args.corpora, args.goldens)
+    if args.short:
+        corpora = args.corpora or Path(__file__).resolve().parents[1] / "corpora"
+        pairs += pairs_from_short(args.short, corpora, args.out.with_suffix(".short_sets"))
     if not pairs:
         parser.error("give --set SOURCE GOLDEN or --corpora and --goldens")
     embedder = load_embedder(Settings().embedding_model)

@@ -8,6 +8,14 @@ chunks the cache lacks; at query time a version whose vectors are not cached sim
 
 A question whose embedding has a cosine similarity to the centroid below the calibrated floor is
 off-topic: the reply is `no_answer` without any retrieval.
+
+Without a calibration there is no floor. The reference rule (`RAGLINE_TOPIC_REFERENCE`) needs none: an English
+question is off-topic when it is nearer the centroid of a fixed set of general-knowledge passages
+(`data/general_reference.txt`: cooking, cars, health, travel and some forty other everyday subjects, nothing about
+software) than the corpus centroid. Both are centroids of passage embeddings, so the two similarities are on one
+scale and the rule has no number to fit. It is off by default: it also declines some answerable keyword queries
+(docs/decisions/topic-reference.md). With it on, the build stores the passages' vectors in the embedding cache (the
+`reference_vectors` asset); the centroid is kept as `topic_gate/reference-<model>-<passages>.npy`.
 """
 
 from __future__ import annotations
@@ -27,6 +35,8 @@ from pipelines.ports import Embedder, VectorIndex
 log = structlog.get_logger(__name__)
 
 MIN_CACHED_SHARE = 0.95  # below this share of cached vectors, a lazily built centroid is not trusted
+REFERENCE_FILE = Path(__file__).resolve().parent / "data" / "general_reference.txt"
+REFERENCE_LANGUAGE = "en"  # the passages' language: a question in another one is not compared with them
 
 
 @dataclass(frozen=True)
@@ -34,13 +44,17 @@ class GateDecision:
     passed: bool
     similarity: float | None  # None: no centroid or no floor, the gate is open
     floor: float | None
+    reference_similarity: float | None = None  # to the general-knowledge centroid; None: the rule did not run
 
     def as_reply(self) -> dict[str, float | bool | None]:
-        return {
+        reply: dict[str, float | bool | None] = {
             "passed": self.passed,
             "similarity": None if self.similarity is None else round(self.similarity, 4),
             "floor": self.floor,
         }
+        if self.reference_similarity is not None:
+            reply["reference_similarity"] = round(self.reference_similarity, 4)
+        return reply
 
 
 def centroid_of(vectors: np.ndarray) -> np.ndarray:
@@ -57,11 +71,44 @@ def similarity(query: np.ndarray, centroid: np.ndarray) -> float:
     return float(q @ centroid / (float(np.linalg.norm(q)) or 1.0))
 
 
-def decide(query: np.ndarray, centroid: np.ndarray | None, floor: float | None) -> GateDecision:
+def decide(
+    query: np.ndarray, centroid: np.ndarray | None, floor: float | None, reference: np.ndarray | None = None
+) -> GateDecision:
+    """Off-topic below the floor, or (with a `reference` centroid) nearer the reference than the corpus."""
     if centroid is None:
         return GateDecision(True, None, floor)
     score = similarity(query, centroid)
-    return GateDecision(floor is None or score >= floor, score, floor)
+    near_reference = None if reference is None else similarity(query, reference)
+    passed = (floor is None or score >= floor) and (near_reference is None or score >= near_reference)
+    return GateDecision(passed, score, floor, near_reference)
+
+
+def reference_passages(path: Path = REFERENCE_FILE) -> list[str]:
+    """The general-knowledge passages of the reference rule: one a line, `#` lines are comments."""
+    lines = (line.strip() for line in path.read_text(encoding="utf-8").splitlines())
+    return list(dict.fromkeys(line for line in lines if line and not line.startswith("#")))
+
+
+def reference_path(data_dir: Path, fingerprint: str, passages: list[str]) -> Path:
+    digest = hashlib.sha256("\n".join(passages).encode()).hexdigest()[:12]
+    return data_dir / "topic_gate" / f"reference-{fingerprint[:16]}-{digest}.npy"
+
+
+def reference_centroid(embedder: Embedder, cache_path: Path, passages: list[str]) -> np.ndarray:
+    """The centroid of the reference passages' vectors, read from the embedding cache; those it lacks (an index
+    built before the `reference_vectors` asset existed) are embedded once and stored there."""
+    cache = EmbeddingCache(cache_path, embedder.fingerprint.digest, embedder.dimension)  # type: ignore[attr-defined]
+    try:
+        found = cache.lookup(passages)
+        missing = [i for i in range(len(passages)) if i not in found]
+        if missing:
+            log.info("topic_reference_embedding", passages=len(missing))
+            fresh = embedder.embed_passages([passages[i] for i in missing])
+            cache.store([passages[i] for i in missing], fresh)
+            found.update({i: fresh[j] for j, i in enumerate(missing)})
+    finally:
+        cache.close()
+    return centroid_of(np.stack([found[i] for i in range(len(passages))]))
 
 
 def centroid_path(data_dir: Path, version: str, strategy: str, access_key: str = "*") -> Path:
@@ -102,7 +149,29 @@ class Centroids:
     def __init__(self, data_dir: Path) -> None:
         self.data_dir = data_dir
         self._known: dict[tuple[str, str, str], np.ndarray | None] = {}
+        self._references: dict[str, np.ndarray | None] = {}
         self._lock = threading.Lock()
+
+    def reference(self, embedder: Embedder) -> np.ndarray | None:
+        """The general-knowledge centroid for this embedding model; None when it cannot be had (the rule is off)."""
+        fingerprint = embedder.fingerprint.digest  # type: ignore[attr-defined]
+        with self._lock:
+            if fingerprint not in self._references:
+                self._references[fingerprint] = self._load_or_build_reference(embedder, fingerprint)
+            return self._references[fingerprint]
+
+    def _load_or_build_reference(self, embedder: Embedder, fingerprint: str) -> np.ndarray | None:
+        passages = reference_passages()
+        path = reference_path(self.data_dir, fingerprint, passages)
+        if path.exists():
+            return np.load(path)
+        try:
+            centroid = reference_centroid(embedder, self.data_dir / "embedding_cache.sqlite", passages)
+        except Exception as exc:  # like the corpus centroid: without it the rule stays open
+            log.warning("topic_reference_unavailable", error=str(exc))
+            return None
+        save_centroid(path, centroid)
+        return centroid
 
     def get(self, version: str, strategy: str, index: VectorIndex, embedder: Embedder) -> np.ndarray | None:
         """The centroid of what `index` holds: a caller's view (`VectorIndex.restricted`) has its own, of the

@@ -195,6 +195,28 @@ def test_topic_gate_abstains_on_off_topic_for_one_dot_product(
     assert passed["status"] == "answered" and passed["topic_gate"]["passed"] is True
 
 
+def test_without_a_floor_a_question_nearer_general_knowledge_than_the_docs_is_declined(
+    front_env: FrontEnv,  # noqa: F811
+    make_service: ServiceFactory,  # noqa: F811
+) -> None:
+    open_gate = make_service().answer("What is the best way to keep basil alive on a windowsill?")
+    assert open_gate["generator"] != "topic_gate"  # the rule is off by default: the question reaches retrieval
+    assert "reference_similarity" not in open_gate.get("topic_gate", {})
+    service = make_service(topic_reference=True)
+    assert service.settings.topic_floor is None
+    gated = service.answer("What is the best way to keep basil alive on a windowsill?")
+    assert gated["status"] == "no_answer" and gated["generator"] == "topic_gate"
+    gate = gated["topic_gate"]
+    assert gate["passed"] is False and gate["floor"] is None and gate["reference_similarity"] > gate["similarity"]
+    assert not ANSWER_NODES & set(gated["timings_ms"])
+    passed = service.answer("How long does harbor keep build logs?")
+    assert passed["status"] == "answered" and passed["topic_gate"]["passed"] is True
+    assert passed["topic_gate"]["similarity"] > passed["topic_gate"]["reference_similarity"]
+    # The passages are English: a question in another language is not compared with them.
+    spanish = service.answer("¿Cuál es la mejor manera de mantener viva la albahaca en el alféizar de la ventana?")
+    assert "reference_similarity" not in spanish.get("topic_gate", {})
+
+
 def test_calibration_file_is_read_at_start_for_its_own_model_only(
     front_env: FrontEnv,  # noqa: F811
     make_service: ServiceFactory,  # noqa: F811
