@@ -39,6 +39,7 @@ from pipelines.answering.coverage import assess
 from pipelines.guardrails.topic_gate import REFERENCE_FILE, centroid_of, reference_passages
 from pipelines.ingestion.build import BuildRequest, chunk_documents, clean_documents, fetch_documents
 from pipelines.ingestion.dense_units import embedding_text
+from pipelines.ports import Embedder
 from pipelines.settings import Settings
 from pipelines.text.analysis import analyzer
 
@@ -57,7 +58,9 @@ def corpus_texts(source: str, include: Sequence[str], sample: int) -> tuple[list
     return [embedding_text(c) for c in chunks[::step]], len(chunks), vocabulary
 
 
-def study_set(source_arg: str, golden: Path, embedder: object, reference: np.ndarray, sample: int) -> dict[str, object]:
+def study_set(
+    source_arg: str, golden: Path, embedder: Embedder, reference: np.ndarray, sample: int
+) -> dict[str, object]:
     source, _, include = source_arg.partition(":")
     texts, total, vocabulary = corpus_texts(source, include.split(",") if include else [], sample)
     analyze = analyzer(Settings().bm25_analyzer)
@@ -66,11 +69,11 @@ def study_set(source_arg: str, golden: Path, embedder: object, reference: np.nda
         forms = analyze(term, "en")
         return (forms[0] if forms else term) in vocabulary
 
-    corpus = centroid_of(np.asarray(embedder.embed_passages(texts)))  # type: ignore[attr-defined]
+    corpus = centroid_of(np.asarray(embedder.embed_passages(texts)))
     questions = [q for q in load_golden(golden) if q.lang == "en"]
     rows = []
     for q in questions:
-        vector = np.asarray(embedder.embed_query(q.question), dtype=np.float32)  # type: ignore[attr-defined]
+        vector = np.asarray(embedder.embed_query(q.question), dtype=np.float32)
         vector = vector / (float(np.linalg.norm(vector)) or 1.0)
         to_docs, to_reference = float(vector @ corpus), float(vector @ reference)
         rows.append(
