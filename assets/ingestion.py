@@ -260,6 +260,17 @@ def _sentence_texts(env: IngestionEnv, chunks: dict[str, list[Chunk]]) -> list[s
     return shown_texts(build.gather_chunks(chunks, env.request.strategies))
 
 
+def _cached(context: AssetExecutionContext, env: IngestionEnv, texts: list[str], stage: str) -> dict[str, Any]:
+    """Make the embedding cache hold the vectors of `texts` (embedding those it lacks) and record how many were there
+    already, computed, and the seconds it took."""
+    started = time.perf_counter()
+    path = env.settings.data_dir / "embedding_cache.sqlite"
+    reused, computed = build.cache_vectors(texts, env.request, path, _progress(context, env, stage))
+    summary = {"texts": len(texts), "reused": reused, "computed": computed}
+    context.add_output_metadata({**summary, "seconds": round(time.perf_counter() - started, 2)})
+    return summary
+
+
 @asset(group_name=GROUP, required_resource_keys={"ragline"})
 def sentence_vectors(context: AssetExecutionContext, chunks: dict[str, list[Chunk]]) -> dict[str, Any]:
     """The embedding model's vectors of every sentence an answer's ranker may read ("heading: sentence", and a
@@ -267,13 +278,7 @@ def sentence_vectors(context: AssetExecutionContext, chunks: dict[str, list[Chun
     before the version goes live, so no question waits while its candidates are embedded. None when
     `RAGLINE_SENTENCE_RANKER` reads no vectors or `RAGLINE_BUILD_SENTENCE_VECTORS` is off."""
     env = _env(context)
-    texts = _sentence_texts(env, chunks)
-    started = time.perf_counter()
-    path = env.settings.data_dir / "embedding_cache.sqlite"
-    reused, computed = build.cache_vectors(texts, env.request, path, _progress(context, env, "sentence vectors"))
-    summary = {"texts": len(texts), "reused": reused, "computed": computed}
-    context.add_output_metadata({**summary, "seconds": round(time.perf_counter() - started, 2)})
-    return summary
+    return _cached(context, env, _sentence_texts(env, chunks), "sentence vectors")
 
 
 @asset_check(
@@ -299,13 +304,7 @@ def reference_vectors(context: AssetExecutionContext) -> dict[str, Any]:
     (`RAGLINE_TOPIC_REFERENCE`, pipelines/guardrails/topic_gate.py), stored in the embedding cache, so its first
     question does not wait while they are embedded. Nothing while the check is off; after the first build, all reused."""
     env = _env(context)
-    texts = reference_passages() if env.settings.topic_reference else []
-    started = time.perf_counter()
-    path = env.settings.data_dir / "embedding_cache.sqlite"
-    reused, computed = build.cache_vectors(texts, env.request, path, _progress(context, env, "reference vectors"))
-    summary = {"texts": len(texts), "reused": reused, "computed": computed}
-    context.add_output_metadata({**summary, "seconds": round(time.perf_counter() - started, 2)})
-    return summary
+    return _cached(context, env, reference_passages() if env.settings.topic_reference else [], "reference vectors")
 
 
 @asset(group_name=GROUP, required_resource_keys={"ragline"})

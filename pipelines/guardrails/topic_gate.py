@@ -97,18 +97,28 @@ def reference_path(data_dir: Path, fingerprint: str, passages: list[str]) -> Pat
 def reference_centroid(embedder: Embedder, cache_path: Path, passages: list[str]) -> np.ndarray:
     """The centroid of the reference passages' vectors, read from the embedding cache; those it lacks (an index
     built before the `reference_vectors` asset existed) are embedded once and stored there."""
+    found = _cached_vectors(passages, embedder, cache_path, embed_missing=True, event="topic_reference_embedding")
+    return centroid_of(np.stack([found[i] for i in range(len(passages))]))
+
+
+def _cached_vectors(
+    texts: list[str], embedder: Embedder, cache_path: Path, embed_missing: bool, event: str | None = None
+) -> dict[int, np.ndarray]:
+    """The vectors of `texts` the embedding cache holds, by position; with `embed_missing`, those it lacks are
+    embedded and stored there too (logged as `event`, when given, with how many)."""
     cache = EmbeddingCache(cache_path, embedder.fingerprint.digest, embedder.dimension)  # type: ignore[attr-defined]
     try:
-        found = cache.lookup(passages)
-        missing = [i for i in range(len(passages)) if i not in found]
-        if missing:
-            log.info("topic_reference_embedding", passages=len(missing))
-            fresh = embedder.embed_passages([passages[i] for i in missing])
-            cache.store([passages[i] for i in missing], fresh)
+        found = cache.lookup(texts)
+        missing = [i for i in range(len(texts)) if i not in found]
+        if missing and embed_missing:
+            if event:
+                log.info(event, passages=len(missing))
+            fresh = embedder.embed_passages([texts[i] for i in missing])
+            cache.store([texts[i] for i in missing], fresh)
             found.update({i: fresh[j] for j, i in enumerate(missing)})
     finally:
         cache.close()
-    return centroid_of(np.stack([found[i] for i in range(len(passages))]))
+    return found
 
 
 def centroid_path(data_dir: Path, version: str, strategy: str, access_key: str = "*") -> Path:
@@ -127,16 +137,7 @@ def build_centroid(
     texts = [embedding_text(c) for c in index.scroll_chunks(strategy)]
     if not texts:
         return None
-    cache = EmbeddingCache(cache_path, embedder.fingerprint.digest, embedder.dimension)  # type: ignore[attr-defined]
-    try:
-        found = cache.lookup(texts)
-        missing = [i for i in range(len(texts)) if i not in found]
-        if missing and embed_missing:
-            fresh = embedder.embed_passages([texts[i] for i in missing])
-            cache.store([texts[i] for i in missing], fresh)
-            found.update({i: fresh[j] for j, i in enumerate(missing)})
-    finally:
-        cache.close()
+    found = _cached_vectors(texts, embedder, cache_path, embed_missing)
     if len(found) < MIN_CACHED_SHARE * len(texts):
         log.warning("topic_gate_centroid_unavailable", cached=len(found), chunks=len(texts))
         return None
