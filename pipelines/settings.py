@@ -360,11 +360,13 @@ class Settings(BaseSettings):
         "vocabulary",
         description="Coverage check: no answer when the corpus never mentions a name or most words of the question.",
     )
-    coverage_names: Literal["on", "off"] = Field(
+    coverage_names: Literal["on", "off", "asked"] = Field(
         "off",
         description="The coverage check's names rule: `on`, no answer when the question writes as a name (gRPC, "
-        "ODM, max_workers) a term no chunk holds; `off` (the default since 2026-12-06: it declined more answerable "
-        "questions than it caught unanswerable ones on held-out data), only the vocabulary rule. "
+        "ODM, max_workers) a term no chunk holds; `asked`, the same for the names of the sentences that ask only "
+        "(not those telling the asker's situation), lowercase hyphenated words not counted; `off` (the default "
+        "since 2026-12-06: it declined more answerable questions than it caught unanswerable ones on held-out "
+        "data), only the vocabulary rule. "
         "docs/decisions/coverage.md.",
     )
     breadth: Literal["common_word", "bare_topic", "bare_common_topic", "off"] = Field(

@@ -11,6 +11,10 @@ Two rules, each a lookup of single terms in the index's BM25 vocabulary:
   contains. Numbers and versions are not names (a false premise such as "release 2.7.1" must still be
   answered with a correction), and a compound counts as mentioned when one of its word parts is
   (`javascript/css`). Capitalised words are not names in German, where every noun is capitalised.
+  With `asked_only` (`RAGLINE_COVERAGE_NAMES=asked`) a name counts only in a sentence that asks (one ending in a
+  question mark, when the question has both kinds): the sentences before it tell the asker's situation ("My CLI
+  tool starts a local server.", "On my MacBook, ..."), and a name there is not what the docs must cover. A
+  lowercase hyphenated compound (`short-lived`, `trade-off`) is an English word, not a name, in that mode.
 - **vocabulary**: most of the question's content words (at least `min_absent`, and at least
   `min_absent_share` of them) appear nowhere in the corpus: "What is the boiling point of mercury?".
 
@@ -32,6 +36,8 @@ _EDGE = "\"'`()[]{}<>,;:!?¿¡«»“”‘’"
 _PIECE = re.compile(r"[^\s()\[\]{}<>,;:\"“”]+")
 _ABBREVIATION = re.compile(r"(?:\w\.){2,}")
 _SENTENCE_END = (".", "?", "!", "。", "？", "！")
+_ASKING_END = ("?", "？")
+_COMPOUND_WORD = re.compile(r"[a-z]+(?:-[a-z]+)+")
 # Question words and pronouns are capitalised after a colon or a quote, but they name nothing.
 _NOT_NAMES = frozenset({*FILLER, *QUESTION_WORDS, *STOPWORDS, "e.g", "i.e", "etc", "vs", "ok"})
 # Languages whose orthography capitalises every noun: a capital letter says nothing there.
@@ -67,20 +73,35 @@ def _is_name(token: str, capitals_mean_names: bool) -> bool:
     return capitals_mean_names and token[0].isupper() and token[1:].islower()
 
 
-def name_tokens(question: str, language: str | None) -> list[str]:
-    """Tokens written as names, skipping the first word of each sentence (capitalised anyway)."""
+def name_tokens(question: str, language: str | None, asked_only: bool = False) -> list[str]:
+    """Tokens written as names, skipping the first word of each sentence (capitalised anyway). `asked_only`: only
+    those of the sentences that ask, when the question also has sentences that do not, and no lowercase hyphenated
+    compound."""
     capitals_mean_names = language not in NOUN_CAPITALISING
-    names: list[str] = []
+    found: list[tuple[str, int]] = []
+    asking: list[bool] = []  # per sentence: does it end with a question mark?
     sentence_start = True
     for match in _PIECE.finditer(question):
         raw = match.group(0)
         token = re.sub(r"['’]s$", "", raw.strip(_EDGE).rstrip("."))  # FastAPI's -> FastAPI
         if token and not sentence_start and token.lower() not in _NOT_NAMES and _is_name(token, capitals_mean_names):
-            names.append(token)
+            found.append((token, len(asking)))
         # "a.m." and "e.g." end with a full stop but do not end the sentence.
-        ends = question[match.end() : match.end() + 2].lstrip(")]}\"'”’ ").startswith(_SENTENCE_END)
+        after = question[match.end() : match.end() + 2].lstrip(")]}\"'”’ ")
+        ends = after.startswith(_SENTENCE_END)
         sentence_start = (raw.endswith(_SENTENCE_END) or ends) and not _ABBREVIATION.fullmatch(raw)
-    return list(dict.fromkeys(names))
+        if sentence_start:
+            asking.append(raw.rstrip(")]}\"'”’").endswith(_ASKING_END) or after.startswith(_ASKING_END))
+    if not sentence_start:
+        asking.append(question.rstrip().endswith(_ASKING_END))
+    if asked_only:
+        mixed = any(asking) and not all(asking)
+        found = [
+            (token, at)
+            for token, at in found
+            if not _COMPOUND_WORD.fullmatch(token) and (not mixed or (at < len(asking) and asking[at]))
+        ]
+    return list(dict.fromkeys(token for token, _ in found))
 
 
 def _mentioned(name: str, contains: Callable[[str], bool]) -> bool:
@@ -98,10 +119,12 @@ def assess(
     min_absent: int = 2,
     min_absent_share: float = 0.5,
     names: bool = True,
+    asked_only: bool = False,
 ) -> Coverage:
     """`contains(term)`: does any chunk of the index hold this analyzed term? `names` False: only the
-    vocabulary rule runs (`RAGLINE_COVERAGE_NAMES=off`)."""
-    names_asked = name_tokens(question, language) if names else []
+    vocabulary rule runs (`RAGLINE_COVERAGE_NAMES=off`); `asked_only`: names of the asking sentences only
+    (`RAGLINE_COVERAGE_NAMES=asked`, `name_tokens`)."""
+    names_asked = name_tokens(question, language, asked_only) if names else []
     uncovered = [n for n in names_asked if not _mentioned(n, contains)]
     terms = [t for t in question_terms(question) if not _CJK.search(t) and not t.replace(".", "").isdigit()]
     # Only whole words: an identifier's parts were added by the analyzer and are judged with it.

@@ -27,7 +27,7 @@ def question_coverage__vocabulary(
 ) -> Coverage:
     """One single-term sparse lookup per distinct term and lane, in the same strategy as retrieval: a term
     is known when any lane the question is searched in holds it (an English-only name asked about in
-    Spanish is found by the English lane). `coverage_names` (graph config) turns the names rule on or off."""
+    Spanish is found by the English lane). `coverage_names` (graph config) turns the names rule on, off, or on for the asking sentences (`asked`)."""
 
     plan = retrieval_plan
     analyze = analyzer(plan.bm25_analyzer)
@@ -46,7 +46,13 @@ def question_coverage__vocabulary(
             for lane in plan.lanes
         )
 
-    return assess(question, guardrail_language.language, contains, names=coverage_names == "on")
+    return assess(
+        question,
+        guardrail_language.language,
+        contains,
+        names=coverage_names != "off",
+        asked_only=coverage_names == "asked",
+    )
 
 
 @config.when(coverage="off")

@@ -28,6 +28,18 @@ def test_an_unknown_name_gets_no_answer_that_says_what_is_missing(harbor: Harbor
     assert default["coverage"]["uncovered_names"] == []
 
 
+def test_asked_names_skip_the_askers_situation(harbor: Harbor) -> None:
+    situation = "Our Jenkins server pings the harbor dashboard. Which port does the harbor dashboard listen on?"
+    on = harbor.service().answer(situation, variants={"coverage_names": "on"})
+    assert on["status"] == "no_answer" and on["coverage"]["uncovered_names"] == ["Jenkins"]
+    asked = harbor.service().answer(situation, variants={"coverage_names": "asked"})
+    assert asked["status"] == "answered" and "7420" in asked["answer"] and asked["coverage"]["covered"] is True
+    ask = "Which port does the harbor dashboard use for Jenkins?"
+    assert harbor.service().answer(ask, variants={"coverage_names": "asked"})["coverage"]["uncovered_names"] == [
+        "Jenkins"
+    ]
+
+
 def test_a_covered_question_is_answered_with_the_check_reported(harbor: Harbor) -> None:
     reply = harbor.service().answer("Which port does the harbor dashboard listen on?")
     assert reply["status"] == "answered" and "7420" in reply["answer"]

@@ -52,3 +52,23 @@ def test_mostly_absent_vocabulary_is_not_covered_but_one_odd_word_is() -> None:
 
 def test_a_false_premise_number_is_not_a_missing_name() -> None:
     assert assess("Since chart 9.4.0, which port does the dashboard listen on?", "en", contains).covered
+
+
+def test_asked_names_are_those_of_the_sentences_that_ask() -> None:
+    situation = "My Jenkins upload to the harbor registry works. Which port does the dashboard listen on?"
+    assert name_tokens(situation, "en") == ["Jenkins"]
+    assert name_tokens(situation, "en", asked_only=True) == []
+    assert assess(situation, "en", contains, asked_only=True).covered
+    assert not assess(situation, "en", contains).covered
+    # The name in the sentence that asks still counts; a question of one sentence is all asking.
+    asked = assess("The dashboard is slow. Can harbor sync push to Jenkins?", "en", contains, asked_only=True)
+    assert not asked.covered and asked.uncovered_names == ["Jenkins"]
+    assert name_tokens("Does harbor sync talk to Jenkins", "en", asked_only=True) == ["Jenkins"]
+    # Statements only (no question mark anywhere): every sentence counts.
+    assert name_tokens("Harbor sync fails. The Jenkins log says timeout.", "en", asked_only=True) == ["Jenkins"]
+
+
+def test_a_lowercase_hyphenated_word_is_not_an_asked_name() -> None:
+    question = "Is harbor sync fine for a short-lived upload from a Self-Hosted runner?"
+    assert name_tokens(question, "en") == ["short-lived", "Self-Hosted"]
+    assert name_tokens(question, "en", asked_only=True) == ["Self-Hosted"]
