@@ -225,6 +225,14 @@ class Settings(BaseSettings):
             '...") brings the sentence before it in its paragraph or list item, so it is read with what it refers to.'
         ),
     )
+    answer_asks: Literal["whole", "each"] = Field(
+        "whole",
+        description=(
+            'How the sentence ranker reads a question of two asks or more ("Which X ..., and how do I Y?"): '
+            "every sentence against the whole question (`whole`), or first each ask's own best sentence, ranked "
+            "against that ask, then the whole question's best (`each`)."
+        ),
+    )
     answer_blocks: Literal["alone", "read"] = Field(
         "read",
         description=(

@@ -41,6 +41,7 @@ VARIANT_NODES: tuple[str, ...] = (
     "answer_pool",
     "answer_antecedent",
     "answer_blocks",
+    "answer_asks",
     "answer_gate",
     "answer_analyzer",
     "verify",

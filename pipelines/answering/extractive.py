@@ -105,6 +105,7 @@ RANKED_POOL = 12  # the qualifying sentences a ranker reads: the best by coverag
 RANKED_MARGIN = 5.0  # a kept sentence scores within this many logits of the ranker's best
 # What an answer quotes of its best sentence (`answer_span`): the sentence, or the rest of its paragraph too.
 SPANS = ("sentence", "paragraph", "continued", "extended")
+ASKS = ("whole", "each")  # how a ranker reads a question of two asks (`extract_answer`)
 CONTINUED = 2  # `continued`: most sentences of the best one's paragraph added to the chosen ones
 # A sentence that opens by pointing back at the one before it ("If this limit is exceeded ...", "In that case ...",
 # "They are not deprecated ..."): a closed list of English pronouns, demonstratives and connectives, optionally after
@@ -258,6 +259,7 @@ def extract_answer(
     pool: str = "narrow",
     antecedent: bool = False,
     blocks: bool = False,
+    asks: str = "whole",
 ) -> tuple[str, list[ScoredSentence]]:
     """The cited answer and the sentences it used; an empty answer when nothing covers the question.
     The chunks' own sentences come first; their neighbours' only when no own sentence qualifies.
@@ -275,9 +277,14 @@ def extract_answer(
     those reaching `min_score`; `wide`, once one reaches it, the best 20 among those covering at least 0.05.
     `antecedent`: a chosen sentence that opens by pointing back brings the sentence before it (`with_antecedents`).
     `blocks`: a unit that introduces a code block or a list is read with it, for its coverage and by the ranker
-    (`passage_units.block_readings`); it is quoted, with its block, as always."""
+    (`passage_units.block_readings`); it is quoted, with its block, as always.
+    `asks`: with a ranker, `whole` orders every sentence by the whole question; `each` gives each ask of a question
+    of two asks or more its own best first, each ask's qualifying sentences ordered by the ranker reading that ask
+    (`each_ask_answered`), then the whole question's best. Without a ranker each ask always gets its own best."""
     if pool not in POOLS:
         raise ValueError(f"unknown answer pool {pool!r}; known: {', '.join(POOLS)}")
+    if asks not in ASKS:
+        raise ValueError(f"unknown answer asks {asks!r}; known: {', '.join(ASKS)}")
     pool_size, pool_floor = POOLS[pool] if ranker else (RANKED_POOL, None)
     chunks = chunks[:passages]
     own_only = True
@@ -305,7 +312,14 @@ def extract_answer(
     if not best:
         return "", []
     if ranker is None and each_ask:
-        best = each_ask_answered(question, best, max_sentences, lambda ask: score(ask, own_only))
+        best = each_ask_answered(question, best, max_sentences, lambda ask: _top_covering(score(ask, own_only)))
+    elif ranker is not None and each_ask and asks == "each":
+
+        def top_ranked(ask: str) -> ScoredSentence | None:
+            first = ranked(ask, score(ask, own_only, pool_floor), ranker, 1, pool_size, readings)
+            return first[0] if first else None
+
+        best = each_ask_answered(question, best, max_sentences, top_ranked)
     if span == "paragraph":
         best = continued(best, chunks, max_sentences)
     elif span == "continued":
@@ -338,23 +352,27 @@ def answer_text(sentences: Sequence[ScoredSentence], chunks: Sequence[Chunk]) ->
     return join_sentences(parts)
 
 
+def _top_covering(scored: list[ScoredSentence]) -> ScoredSentence | None:
+    return max(scored, key=lambda s: s.score, default=None)
+
+
 def each_ask_answered(
     question: str,
     best: list[ScoredSentence],
     count: int,
-    qualifying: Callable[[str], list[ScoredSentence]],
+    best_for: Callable[[str], ScoredSentence | None],
 ) -> list[ScoredSentence]:
     """For a question that asks two things (pipelines/text/asks.py), the best sentence for each ask first (each
     ask scored on its own, with the same minimum), then the question's best as before, `count` in all.
     Scored as one, "What is X, and who did Y?" takes the sentences that share most words with the whole
-    question, and those often answer one ask twice. A question of one ask keeps `best`. `qualifying`
-    scores an ask's sentences as the question's were, keeping those that reach the minimum."""
+    question, and those often answer one ask twice. A question of one ask keeps `best`. `best_for` gives an
+    ask's best sentence among those that reach the minimum (by coverage, or by the ranker reading the ask)."""
     asks = split_asks(question)
     if len(asks) < 2:
         return best
     picks: list[ScoredSentence] = []
     for ask in asks:
-        top = max(qualifying(ask), key=lambda s: s.score, default=None)
+        top = best_for(ask)
         if top is not None and all(p.text != top.text for p in picks):
             picks.append(top)
     for sentence in best:

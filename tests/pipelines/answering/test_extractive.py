@@ -9,6 +9,8 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import replace
 
+import pytest
+
 from evals.answers import quoted_in, statements
 from pipelines.adapters.embedders import load_embedder
 from pipelines.answering.citations import markers, validate
@@ -621,3 +623,23 @@ def test_blocks_read_lets_a_sentence_be_chosen_for_the_list_it_introduces() -> N
         # Quoted as always: the sentence, then its list, each item cited; the block is not said twice.
         assert "the slugify filter" in answer and answer.count("SlugifyExtension") == 1
         assert_released_quoted_and_supported(answer, chunk)
+
+
+def test_with_a_ranker_asks_each_gives_each_ask_its_own_ranked_best() -> None:
+    ranker = CrossEncoderReranker("ms-marco-MiniLM-L-12-v2-int8").scores
+    facts = [
+        SERVER_FACTS[0],
+        "Behind a proxy the server still listens on port 7420 and the proxy forwards to it.",
+        "Rotated logs are deleted after fourteen days.",
+    ]
+    chunk = Chunk("srv-0", "server.md", "Server", ["Server"], "", "", "heading", "en", 0, " ".join(facts))
+    question = "Which port does the server listen on, and how long are rotated logs kept?"
+    whole, _ = extract_answer(question, [chunk], max_sentences=2, ranker=ranker)
+    each, used = extract_answer(question, [chunk], max_sentences=2, ranker=ranker, asks="each")
+    # Read against the whole question, the ranker's two best both answer the port.
+    assert "fourteen days" not in whole and whole.count("7420") == 2
+    assert "7420" in each and "fourteen days" in each and len(used) == 2
+    single = "Which port does the server listen on?"
+    assert extract_answer(single, [chunk], ranker=ranker, asks="each") == extract_answer(single, [chunk], ranker=ranker)
+    with pytest.raises(ValueError, match="answer asks"):
+        extract_answer(single, [chunk], ranker=ranker, asks="every")
