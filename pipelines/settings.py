@@ -369,13 +369,11 @@ class Settings(BaseSettings):
         description="Coverage check: no answer when the corpus never mentions a name or most words of the question.",
     )
     coverage_names: Literal["on", "off", "asked"] = Field(
-        "off",
-        description="The coverage check's names rule: `on`, no answer when the question writes as a name (gRPC, "
-        "ODM, max_workers) a term no chunk holds; `asked`, the same for the names of the sentences that ask only "
-        "(not those telling the asker's situation), lowercase hyphenated words not counted; `off` (the default "
-        "since 2026-12-06: it declined more answerable questions than it caught unanswerable ones on held-out "
-        "data), only the vocabulary rule. "
-        "docs/decisions/coverage.md.",
+        "asked",
+        description="The coverage check's names rule: `asked` (the default since 2026-12-07), no answer when a "
+        "sentence of the question that asks (not one telling the asker's situation) writes as a name (gRPC, ODM, "
+        "max_workers) a term no chunk holds, a lowercase hyphenated word never a name; `on`, the same for every "
+        "sentence; `off`, only the vocabulary rule. docs/decisions/coverage.md.",
     )
     breadth: Literal["common_word", "bare_topic", "bare_common_topic", "off"] = Field(
         "bare_common_topic",

@@ -23,11 +23,12 @@ from query_graph.nodes.retrieval import Candidate
 
 @config.when(coverage="vocabulary")
 def question_coverage__vocabulary(
-    question: str, guardrail_language: LanguageGuess, retrieval_plan: RetrievalPlan, coverage_names: str = "on"
+    question: str, guardrail_language: LanguageGuess, retrieval_plan: RetrievalPlan, coverage_names: str = "asked"
 ) -> Coverage:
     """One single-term sparse lookup per distinct term and lane, in the same strategy as retrieval: a term
     is known when any lane the question is searched in holds it (an English-only name asked about in
-    Spanish is found by the English lane). `coverage_names` (graph config) turns the names rule on, off, or on for the asking sentences (`asked`)."""
+    Spanish is found by the English lane). `coverage_names` (graph config): the names rule for the sentences that
+    ask (`asked`), for every sentence (`on`), or not at all (`off`)."""
 
     plan = retrieval_plan
     analyze = analyzer(plan.bm25_analyzer)

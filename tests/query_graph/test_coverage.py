@@ -22,10 +22,11 @@ def test_an_unknown_name_gets_no_answer_that_says_what_is_missing(harbor: Harbor
     assert reply["coverage"]["rule"] == "names" and reply["coverage"]["uncovered_names"] == ["Jenkins"]
     assert "Jenkins" in reply["answer"]
     assert "question_coverage" in reply["timings_ms"]  # timed like every node
-    # The names rule is off by default (docs/decisions/coverage.md): a name alone declines nothing.
+    # By default the names rule reads the sentences that ask (docs/decisions/coverage.md): this one is all asking.
     default = harbor.service().answer(question)
-    assert default["variants"]["coverage_names"] == "off" and default["coverage"]["rule"] != "names"
-    assert default["coverage"]["uncovered_names"] == []
+    assert default["variants"]["coverage_names"] == "asked" and default["coverage"]["uncovered_names"] == ["Jenkins"]
+    off = harbor.service().answer(question, variants={"coverage_names": "off"})
+    assert off["coverage"]["rule"] != "names" and off["coverage"]["uncovered_names"] == []
 
 
 def test_asked_names_skip_the_askers_situation(harbor: Harbor) -> None:
