@@ -226,11 +226,11 @@ class Settings(BaseSettings):
         ),
     )
     answer_asks: Literal["whole", "each"] = Field(
-        "whole",
+        "each",
         description=(
             'How the sentence ranker reads a question of two asks or more ("Which X ..., and how do I Y?"): '
-            "every sentence against the whole question (`whole`), or first each ask's own best sentence, ranked "
-            "against that ask, then the whole question's best (`each`)."
+            "first each ask's own best sentence, ranked against that ask, then the whole question's best (`each`, "
+            "the default since 2026-12-07), or every sentence against the whole question (`whole`)."
         ),
     )
     answer_blocks: Literal["alone", "read"] = Field(

@@ -213,7 +213,7 @@ def draft_answer__extractive(
     answer_pool: str = "narrow",  # the variant (graph config)
     answer_antecedent: str = "off",  # the variant (graph config)
     answer_blocks: str = "read",  # the variant (graph config)
-    answer_asks: str = "whole",  # the variant (graph config)
+    answer_asks: str = "each",  # the variant (graph config)
 ) -> Draft:
     """`sentence_ranker` (the graph's config): `asked` chooses the sentences by what the question asks
     (pipelines/answering/asked.py); otherwise `answer_sentence_ranker` orders them (None: by coverage).
@@ -362,7 +362,7 @@ def draft_answer__litellm(
     answer_pool: str = "narrow",
     answer_antecedent: str = "off",
     answer_blocks: str = "read",
-    answer_asks: str = "whole",
+    answer_asks: str = "each",
 ) -> Draft:
     """`llm_answer=quote`: the model chooses which numbered sentences to quote (`_quoted_draft`). Otherwise stream the model's JSON reply (pipelines/answering/litellm_generator.py): each sentence with the passages
     it cites, released the moment its object closes and its citations pass verification. A sentence none of
