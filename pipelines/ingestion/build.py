@@ -52,9 +52,8 @@ ANALYZER_VERSION = "bm25-analyzer-v1"
 # 14 to 16 (a definition's term as the subject of its description, in HTML and reStructuredText) were tried and not
 # adopted (docs/decisions/definition-lists.md); 17: a definition's term (an HTML `<dt>`, a reStructuredText object
 # directive's name or signature) is the subject of its description's first paragraph, every word of a long signature
-# kept on a line of its own, and a one-line "Default: `5`" paragraph goes on the paragraph it completes; 18: a version
-# note that opens a description ("New in version 1.1.") keeps its own paragraph and the term waits for the text after.
-PROCESSING_VERSION = 18
+# kept on a line of its own, and a one-line "Default: `5`" paragraph goes on the paragraph it completes.
+PROCESSING_VERSION = 17
 log = structlog.get_logger(__name__)
 Progress = Callable[[int, int], None]
 

@@ -12,9 +12,6 @@ _SIGNATURE = re.compile(r"^((?:\w+\s+)*[^()\s]+)\s*\(.*\)\s*(?:->.*)?$", re.S)  
 # The link to a page's source Sphinx's viewcode puts in a signature.
 _SOURCE_LINK = re.compile(r"\[source\]\s*$")
 _CODE_LIKE = re.compile(r"[\w.:\-]+(?:\(.*\))?")
-# A version note as Sphinx writes it ("New in version 1.1.", "Deprecated since version 2.0: ..."): when it opens a
-# description, the term waits for the prose after it.
-VERSION_NOTE = re.compile(r"^\s*(?:(?:New|Added|Changed|Removed) in version|Deprecated since version)\b")
 
 
 def term_text(raw: str) -> str:
@@ -56,8 +53,7 @@ def described(term: str, body: list[str]) -> list[str]:
     paragraph of one short line ("Default: `None`", under three words) joined to the prose paragraph before it,
     the value completing the sentence it belongs to. A description that opens with anything but prose (code, a
     list, a note) keeps its term on a line of its own, followed by the description, as the readers wrote it before.
-    A term that is no subject (`shown_term` gives a line of its own) stays as it was written. Version notes that open
-    the description ("New in version 1.1.") keep their place, and the term is the subject of the prose after them."""
+    A term that is no subject (`shown_term` gives a line of its own) stays as it was written."""
     subject = shown_term(term)
     if subject.startswith("\n") or not subject:
         return [term, *body]
@@ -69,19 +65,6 @@ def described(term: str, body: list[str]) -> list[str]:
         if not line.strip() and fragment and lines and _prose(lines[-1]):
             continue  # the short paragraph goes on the line after the one it completes
         lines.append(line)
-    start = _after_version_notes(lines)
-    if start < len(lines) and _prose(lines[start]):
-        return [*lines[:start], f"{subject} - {lines[start]}", *lines[start + 1 :]]
+    if lines and _prose(lines[0]):
+        return [f"{subject} - {lines[0]}", *lines[1:]]
     return [term, *lines]
-
-
-def _after_version_notes(lines: list[str]) -> int:
-    """Where a description's text starts after the version notes that open it (each a paragraph of its own: "New
-    in version 1.1."), blank lines between them skipped; 0 when it opens with no note or holds nothing else."""
-    at = 0
-    while at < len(lines) and VERSION_NOTE.match(lines[at]):
-        while at < len(lines) and lines[at].strip():
-            at += 1  # the note's paragraph
-        while at < len(lines) and not lines[at].strip():
-            at += 1
-    return at if at < len(lines) else 0

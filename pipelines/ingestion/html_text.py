@@ -49,8 +49,6 @@ _DROP_HINTS = re.compile(
     re.I,
 )
 # The id of a section, a heading or a definition term is a slug of its own text (Sphinx writes
-# Sphinx's version notes (`<div class="versionadded">`), which may open a description before its text.
-VERSION_NOTE_CLASSES = frozenset({"versionadded", "versionchanged", "deprecated", "versionremoved"})
 # `<section id="skipping-tests">`, API docs `<dt id="pkg.module.name">`): content, never read for hints.
 _TEXT_IDS = {"section", "h1", "h2", "h3", "h4", "h5", "h6", "dt"}
 # An element that marks the page's main content (`role="main"`, `itemprop="articleBody"`), besides main and article.
@@ -162,8 +160,7 @@ class _Converter(HTMLParser):
     def _describe(self, tag: str, attrs: list[tuple[str, str | None]]) -> None:
         """Before an element opens straight in a description whose term waits: a block other than a paragraph (a
         list, code, a note) writes the term as a paragraph of its own, except a field list (a function's
-        "Parameters") or a version note ("New in version 1.1."), after which the term waits on for the
-        description's first paragraph."""
+        "Parameters"), after which the term waits on for the description's first paragraph."""
         if not self._descriptions or self._descriptions[-1].term is None or not self._in_description():
             return
         if tag == "p" or not (tag in _BLOCKS or tag == "pre" or re.fullmatch(r"h[1-6]", tag)):
@@ -171,8 +168,6 @@ class _Converter(HTMLParser):
         classes = {c for k, v in attrs if k == "class" for c in (v or "").split()}
         if tag == "dl" and "field-list" in classes:
             return
-        if tag == "div" and classes & VERSION_NOTE_CLASSES:
-            return  # "New in version 1.1.": the term waits for the description's first paragraph after it
         term, self._descriptions[-1].term = self._descriptions[-1].term, None
         self._emit("\n\n" + term + "\n\n")
         self._descriptions[-1].started = True

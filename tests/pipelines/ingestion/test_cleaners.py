@@ -370,34 +370,3 @@ def test_html_definition_terms_are_the_subjects_of_their_descriptions() -> None:
     assert "HARBOR_RETRIES - How many times a failed upload is tried again. Default: 3" in units
     assert "bind(store=None) - Bind the pool to one store." in units
     assert not any(u.startswith("Default") for u in units) and "Set it to 0 to fail at once." in units
-
-
-def test_a_version_note_opening_a_description_keeps_the_term_for_the_text_after_it() -> None:
-    """Sphinx writes "New in version 1.1." at the head of many API descriptions (`<div class="versionadded">`, a
-    `.. versionadded::` in a directive's body): the term is the subject of the description's first paragraph after
-    the note, so the sentence an answer quotes names the function, and the note keeps a paragraph of its own."""
-    html = """<!DOCTYPE html><html><body><main><h1>Key wrapping</h1>
-    <dl class="py function"><dt class="sig sig-object py" id="wrap">
-    <span class="sig-name descname"><span class="pre">wrap_key</span></span>(<em>wrapping_key</em>)</dt>
-    <dd><div class="versionadded"><p><span class="versionmodified added">New in version 1.1.</span></p></div>
-    <p>This function wraps a key as RFC 3394 says.</p></dd></dl>
-    <dl class="py function"><dt class="sig sig-object py" id="old">
-    <span class="sig-name descname"><span class="pre">old_wrap</span></span>()</dt>
-    <dd><div class="deprecated"><p><span class="versionmodified deprecated">Deprecated since version 2.0.</span></p>
-    </div></dd></dl>
-    </main></body></html>"""
-    text = clean_document(page("keywrap.html", html)).text
-    assert "New in version 1.1.\n\n`wrap_key(wrapping_key)` - This function wraps a key as RFC 3394 says." in text
-    assert "wrap_key(wrapping_key) - This function wraps a key as RFC 3394 says." in prose_units(text)
-    assert "old_wrap()" in text and "Deprecated since version 2.0." in text  # a note alone: nothing waits for it
-    rst = """Key wrapping
-============
-
-.. py:function:: wrap_key(wrapping_key)
-
-   .. versionadded:: 1.1
-
-   This function wraps a key as RFC 3394 says.
-"""
-    text = clean_document(page("keywrap.rst", rst)).text
-    assert "Added in version 1.1.\n\n`wrap_key(wrapping_key)` - This function wraps a key as RFC 3394 says." in text
