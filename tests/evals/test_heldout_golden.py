@@ -34,7 +34,8 @@ SETS = {"alembic": "al", "coverage": "cv", "markdown": "md", "werkzeug": "wz", "
         "docutils": "du", "celery": "ce", "aiohttp": "ah", "intake": "ik",
         "kombu": "kb", "mako": "mk", "cmd2": "cm", "peewee": "pw", "psycopg": "pg",
         "factory-boy": "fb", "flask-security": "fs", "django-tables2": "dt", "pint": "pt", "webob": "wo",
-        "pecan": "pn", "sqlalchemy-utils": "su", "tornado": "tn", "cryptography": "cy"}  # fmt: skip
+        "pecan": "pn", "sqlalchemy-utils": "su", "tornado": "tn", "cryptography": "cy",
+        "stestr": "qs", "oslo-config": "zo"}  # fmt: skip
 
 TYPES = {"single-fact", "paraphrase", "identifier", "list", "comparison", "multi-page", "false-premise",
          "unanswerable", "off-topic", "vague"}  # fmt: skip
