@@ -150,17 +150,23 @@ def test_docs_answer_real_questions(docs_service: QueryService, question: str, p
 
 
 def test_links_between_pages_point_at_existing_headings() -> None:
-    """`[text](page.md#anchor)` must name a page in docs/ and a heading of it (anchors as the chunker makes them)."""
+    """`[text](page.md#anchor)` must name a page in docs/ (or docs/decisions/, `../page.md` from there) and a heading
+    of it (anchors as the chunker makes them)."""
+    pages = [*DOCS.glob("*.md"), *DOCS.glob("decisions/*.md")]
     anchors = {
-        page.name: {slugify(h) for h in re.findall(r"^#{1,6}\s+(.*?)\s*$", page.read_text(encoding="utf-8"), re.M)}
-        for page in DOCS.glob("*.md")
+        page.relative_to(DOCS).as_posix(): {
+            slugify(h) for h in re.findall(r"^#{1,6}\s+(.*?)\s*$", page.read_text(encoding="utf-8"), re.M)
+        }
+        for page in pages
     }
     broken = []
-    for page in DOCS.glob("*.md"):
-        for target, anchor in re.findall(r"\]\(([\w\-]+\.md)?(?:#([\w\-]+))?\)", page.read_text(encoding="utf-8")):
-            name = target or page.name
+    for page in pages:
+        here = page.relative_to(DOCS).as_posix()
+        text = page.read_text(encoding="utf-8")
+        for target, anchor in re.findall(r"\]\(((?:\.\./|decisions/)?[\w\-]+\.md)?(?:#([\w\-]+))?\)", text):
+            name = (page.parent / target).resolve().relative_to(DOCS.resolve()).as_posix() if target else here
             if name not in anchors or (anchor and anchor not in anchors[name]):
-                broken.append(f"{page.name} -> {name}#{anchor}")
+                broken.append(f"{here} -> {name}#{anchor}")
     assert not broken, f"links to missing pages or headings: {broken}"
 
 
