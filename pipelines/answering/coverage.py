@@ -94,14 +94,13 @@ def name_tokens(question: str, language: str | None, asked_only: bool = False) -
             asking.append(raw.rstrip(")]}\"'”’").endswith(_ASKING_END) or after.startswith(_ASKING_END))
     if not sentence_start:
         asking.append(question.rstrip().endswith(_ASKING_END))
-    if asked_only:
-        mixed = any(asking) and not all(asking)
-        found = [
-            (token, at)
-            for token, at in found
-            if not _COMPOUND_WORD.fullmatch(token) and (not mixed or (at < len(asking) and asking[at]))
-        ]
-    return list(dict.fromkeys(token for token, _ in found))
+    mixed = any(asking) and not all(asking)
+    names = [
+        token
+        for token, at in found
+        if not asked_only or (not _COMPOUND_WORD.fullmatch(token) and (not mixed or asking[at]))
+    ]
+    return list(dict.fromkeys(names))
 
 
 def _mentioned(name: str, contains: Callable[[str], bool]) -> bool:
