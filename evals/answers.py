@@ -22,6 +22,7 @@ from evals.golden import HALVES, GoldenQuestion, evidence_rank, half_of, normali
 from evals.judge import Judge, JudgedAnswer, strip_markers
 from evals.stats import mean, percentile
 from pipelines.answering.citations import MARKER, split_sentences
+from pipelines.answering.extractive import TERM_SUBJECT
 from pipelines.answering.passage_units import prose_units
 from pipelines.documents import Chunk
 from pipelines.ports import VectorIndex
@@ -60,7 +61,15 @@ def quoted_in(text: str, sources: Sequence[str]) -> bool:
     joined by " | ". Read only as written, a quoted sentence holding a link or a table row counted as
     unsupported."""
     needle = normalise(LIST_ITEM.sub("", text, count=1)).rstrip(".!?。！？ ")
-    return bool(needle) and any(needle in normalise(s) or needle in _as_read(s) for s in sources)
+    if bool(needle) and any(needle in normalise(s) or needle in _as_read(s) for s in sources):
+        return True
+    # A sentence of a definition's description said after its term ("term - sentence", `answer_subject=term`): a
+    # quote when the source opens a paragraph with that term and holds the sentence.
+    subject = TERM_SUBJECT.match(text)
+    if subject is None:
+        return False
+    term, rest = normalise(subject.group(0)), normalise(text[subject.end() :]).rstrip(".!?。！？ ")
+    return bool(rest) and any(term in _as_read(s) and (rest in normalise(s) or rest in _as_read(s)) for s in sources)
 
 
 @functools.lru_cache(maxsize=1024)

@@ -233,6 +233,14 @@ class Settings(BaseSettings):
             "the default since 2026-12-07), or every sentence against the whole question (`whole`)."
         ),
     )
+    answer_subject: Literal["off", "term"] = Field(
+        "off",
+        description=(
+            "Whether a quoted sentence of a definition's description (a setting, a function, an option in an API "
+            "or settings reference) that does not name what it describes is written after the defined term, "
+            '"`term` - sentence", as its first sentence is (`term`), or quoted alone (`off`).'
+        ),
+    )
     answer_blocks: Literal["alone", "read"] = Field(
         "read",
         description=(

@@ -42,6 +42,7 @@ VARIANT_NODES: tuple[str, ...] = (
     "answer_antecedent",
     "answer_blocks",
     "answer_asks",
+    "answer_subject",
     "answer_gate",
     "answer_analyzer",
     "verify",

@@ -120,6 +120,11 @@ BACK_REFERENCE = re.compile(
 # the question (`None`: the answer's own minimum). `wide` reads further once some sentence reaches the minimum, so
 # "nothing covers the question" is unchanged.
 POOLS: dict[str, tuple[int, float | None]] = {"narrow": (RANKED_POOL, None), "wide": (20, 0.05)}
+# A definition's term as the readers write it before its description's first paragraph, in code ("`term` - ...",
+# pipelines/ingestion/definitions.py `shown_term`), read as a quotable unit shows it ("term - ..."): the subject of
+# every sentence of that paragraph (`subject_of`).
+TERM_SUBJECT = re.compile(r"^([^\s`][^`\n]{0,79}?) - ")
+_TERM_NAME = re.compile(r"[\w.:\-]+")
 
 # How sentences and questions become terms by default (the `answer_analyzer` variants are in query_graph):
 # plain words as written, as before the variant existed.
@@ -260,6 +265,7 @@ def extract_answer(
     antecedent: bool = False,
     blocks: bool = False,
     asks: str = "whole",
+    subject: bool = False,
 ) -> tuple[str, list[ScoredSentence]]:
     """The cited answer and the sentences it used; an empty answer when nothing covers the question.
     The chunks' own sentences come first; their neighbours' only when no own sentence qualifies.
@@ -280,7 +286,9 @@ def extract_answer(
     (`passage_units.block_readings`); it is quoted, with its block, as always.
     `asks`: with a ranker, `whole` orders every sentence by the whole question; `each` gives each ask of a question
     of two asks or more its own best first, each ask's qualifying sentences ordered by the ranker reading that ask
-    (`each_ask_answered`), then the whole question's best. Without a ranker each ask always gets its own best."""
+    (`each_ask_answered`), then the whole question's best. Without a ranker each ask always gets its own best.
+    `subject`: a quoted sentence of a definition's description that does not name the defined term is written after
+    it, as the description's first sentence is ("term - sentence", `answer_text`)."""
     if pool not in POOLS:
         raise ValueError(f"unknown answer pool {pool!r}; known: {', '.join(POOLS)}")
     if asks not in ASKS:
@@ -331,20 +339,24 @@ def extract_answer(
     if antecedent:
         best = with_antecedents(best, chunks)
     ordered = sorted(best, key=lambda s: (s.rank, s.position))
-    return answer_text(ordered, chunks), ordered
+    return answer_text(ordered, chunks, subject=subject), ordered
 
 
-def answer_text(sentences: Sequence[ScoredSentence], chunks: Sequence[Chunk]) -> str:
+def answer_text(sentences: Sequence[ScoredSentence], chunks: Sequence[Chunk], subject: bool = False) -> str:
     """The cited sentences in order, each followed by the code block or list it introduces, if any
     (`passage_units.introduced`), cited like the sentence: "... you can use the dev command:" is no answer
     without the command, nor "The minimum specs are:" without the specs. A quoted item of a list already shown
-    is not said twice."""
+    is not said twice. `subject`: a sentence of a definition's description that does not name the term it
+    describes is written after the term (`subject_of`), "term - sentence", unless the answer shows the term
+    already."""
     parts: list[str] = []
     shown: set[str] = set()
     for s in sentences:
         if s.text in shown:
             continue
-        parts.append(with_marker(s.text, s.chunk_id))
+        term = subject_of(s, chunks) if subject else None
+        said = f"{term} - {s.text}" if term and not any(f"{term} - " in part for part in parts) else s.text
+        parts.append(with_marker(said, s.chunk_id))
         block = introduced(chunks[s.rank - 1].generation_text).get(s.text) if s.text.endswith(COLONS) else None
         if block:
             parts.extend(with_marker(part, s.chunk_id) for part in block_parts(block))
@@ -458,6 +470,21 @@ def _paragraph_at(sentence: ScoredSentence, chunks: Sequence[Chunk]) -> tuple[li
             return paragraph, sentence.position - start
         start += len(paragraph)
     return [], 0
+
+
+def subject_of(sentence: ScoredSentence, chunks: Sequence[Chunk]) -> str | None:
+    """The definition term (written in code) that opens the paragraph of `sentence`, when the sentence is a later one of that
+    paragraph and does not name the term itself: "How many recovery codes to generate." quoted from the second
+    sentence of a setting's description says what it describes only with the setting's name before it."""
+    paragraph, at = _paragraph_at(sentence, chunks)
+    if not 0 < at < len(paragraph) or paragraph[at] != sentence.text:
+        return None
+    found = TERM_SUBJECT.match(paragraph[0])
+    if found is None or f"`{found.group(1)}` - " not in chunks[sentence.rank - 1].generation_text:
+        return None  # a paragraph that opens with a dash, not with a term the readers wrote in code
+    name = _TERM_NAME.match(found.group(1))
+    last = name.group(0).rsplit(".", 1)[-1] if name else ""
+    return None if last and last.lower() in sentence.text.lower() else found.group(1)
 
 
 def _preceding(sentence: ScoredSentence, chunks: Sequence[Chunk]) -> str | None:

@@ -214,6 +214,7 @@ def draft_answer__extractive(
     answer_antecedent: str = "off",  # the variant (graph config)
     answer_blocks: str = "read",  # the variant (graph config)
     answer_asks: str = "each",  # the variant (graph config)
+    answer_subject: str = "off",  # the variant (graph config)
 ) -> Draft:
     """`sentence_ranker` (the graph's config): `asked` chooses the sentences by what the question asks
     (pipelines/answering/asked.py); otherwise `answer_sentence_ranker` orders them (None: by coverage).
@@ -247,6 +248,7 @@ def draft_answer__extractive(
             antecedent=answer_antecedent == "on",
             blocks=answer_blocks == "read",
             asks=answer_asks,
+            subject=answer_subject == "term",
         )
     gate = None
     if answer_gate_ranker is not None and text:
@@ -363,6 +365,7 @@ def draft_answer__litellm(
     answer_antecedent: str = "off",
     answer_blocks: str = "read",
     answer_asks: str = "each",
+    answer_subject: str = "off",
 ) -> Draft:
     """`llm_answer=quote`: the model chooses which numbered sentences to quote (`_quoted_draft`). Otherwise stream the model's JSON reply (pipelines/answering/litellm_generator.py): each sentence with the passages
     it cites, released the moment its object closes and its citations pass verification. A sentence none of

@@ -32,3 +32,16 @@ def test_what_the_passage_does_not_say_is_not_found() -> None:
     assert not quoted_in("pull_policy | The image pull policy: always.", [PASSAGE])
     assert not quoted_in("", [PASSAGE])
     assert not quoted_in("You can also add multiple pull policies.", [])
+
+
+DEFINITION = """`TOKEN_MAX_AGE` - Specifies the lifetime of a token. After that many seconds the token stops working.
+
+`RETRIES` - How often a request is retried. Each retry waits a second.
+"""
+
+
+def test_a_sentence_said_after_its_definition_term_is_a_quote_of_that_description() -> None:
+    assert quoted_in("TOKEN_MAX_AGE - After that many seconds the token stops working.", [DEFINITION])
+    assert not quoted_in("TOKEN_MAX_AGE - After that many seconds the token is renewed.", [DEFINITION])
+    assert not quoted_in("MAX_AGE_OF_TOKENS - After that many seconds the token stops working.", [DEFINITION])
+    assert not quoted_in("TOKEN_MAX_AGE - After that many seconds the token stops working.", [PASSAGE])

@@ -643,3 +643,38 @@ def test_with_a_ranker_asks_each_gives_each_ask_its_own_ranked_best() -> None:
     assert extract_answer(single, [chunk], ranker=ranker, asks="each") == extract_answer(single, [chunk], ranker=ranker)
     with pytest.raises(ValueError, match="answer asks"):
         extract_answer(single, [chunk], ranker=ranker, asks="every")
+
+
+SETTINGS_REFERENCE = """# Configuration
+
+`RECOVERY_CODES_N` - Sets how many codes a user gets. Each code works once and is kept hashed. Default: 5.
+
+`TOKEN_MAX_AGE` - Specifies the lifetime of an authentication token. After that many seconds the token stops working.
+Tokens never expire when it is None.
+"""
+
+
+def test_subject_writes_the_defined_term_before_a_later_sentence_of_its_description() -> None:
+    chunk = page_chunks(0, SETTINGS_REFERENCE)[0]
+    words = analyzer("snowball")
+    question = "After how many seconds does a login token stop working?"
+    alone, used = extract_answer(question, [chunk], words=words, max_sentences=1)
+    assert alone.startswith("After that many seconds") and "TOKEN_MAX_AGE" not in alone
+    answer, same = extract_answer(question, [chunk], words=words, max_sentences=1, subject=True)
+    assert same == used  # the same sentence, said with its subject
+    assert answer.startswith("TOKEN_MAX_AGE - After that many seconds the token stops working [C:")
+    assert_released_quoted_and_supported(answer, chunk)
+    # A sentence that opens its description, or names the term itself, is quoted as it is.
+    first = "What does TOKEN_MAX_AGE specify?"
+    assert extract_answer(first, [chunk], words=words, subject=True) == extract_answer(first, [chunk], words=words)
+    # The term is said once: a later sentence after the one that opens with it follows alone.
+    both, two = extract_answer(
+        "How many codes does a user get, and is each code kept hashed?", [chunk], words=words, subject=True
+    )
+    assert [t.position for t in two] == [0, 1] and both.count("RECOVERY_CODES_N - ") == 1
+    # Sentences of two descriptions: each said after its own term.
+    answer, two = extract_answer(
+        "Is each code kept hashed, and how long does a token work?", [chunk], words=words, subject=True
+    )
+    assert answer.startswith("RECOVERY_CODES_N - Each code works once") and "TOKEN_MAX_AGE - After" in answer
+    assert_released_quoted_and_supported(answer, chunk)
