@@ -40,6 +40,8 @@ _ASKING_END = ("?", "？")
 _COMPOUND_WORD = re.compile(r"[a-z]+(?:-[a-z]+)+")
 # Question words and pronouns are capitalised after a colon or a quote, but they name nothing.
 _NOT_NAMES = frozenset({*FILLER, *QUESTION_WORDS, *STOPWORDS, "e.g", "i.e", "etc", "vs", "ok"})
+# An English possessive or contraction ending: "FastAPI's" names FastAPI, "I've" and "I'm" name nobody.
+_CONTRACTION = re.compile(r"['’](?:s|ve|m|ll|d|re)$", re.IGNORECASE)
 # Languages whose orthography capitalises every noun: a capital letter says nothing there.
 NOUN_CAPITALISING = frozenset({"de", "lb"})
 
@@ -83,7 +85,8 @@ def name_tokens(question: str, language: str | None, asked_only: bool = False) -
     sentence_start = True
     for match in _PIECE.finditer(question):
         raw = match.group(0)
-        token = re.sub(r"['’]s$", "", raw.strip(_EDGE).rstrip("."))  # FastAPI's -> FastAPI
+        # FastAPI's -> FastAPI; I've, I'm, I'll -> I (a pronoun, one letter: never a name)
+        token = _CONTRACTION.sub("", raw.strip(_EDGE).rstrip("."))
         if token and not sentence_start and token.lower() not in _NOT_NAMES and _is_name(token, capitals_mean_names):
             found.append((token, len(asking)))
         # "a.m." and "e.g." end with a full stop but do not end the sentence.

@@ -24,6 +24,9 @@ def test_names_skip_sentence_starts_possessives_and_question_words() -> None:
     ]
     # An abbreviation's full stop does not end the sentence; numbers and versions are not names.
     assert name_tokens("Run it at 2 a.m. Daily with chart 9.4.0, e.g. nightly", "en") == ["a.m", "Daily"]
+    # "I" in a contraction is the asker, not a name; a possessive in any apostrophe still names its owner.
+    assert name_tokens("Can I drop the tokens I've issued once I'm done, or keep Flask’s?", "en") == ["Flask"]
+    assert name_tokens("Where I'll run it, does Celery's beat need Redis?", "en") == ["Celery", "Redis"]
     # German capitalises every noun: only mixed case, acronyms and identifiers count there.
     assert name_tokens("Wie lade ich Artefakte mit FastAPI und der CLI hoch?", "de") == ["FastAPI", "CLI"]
 
