@@ -44,7 +44,7 @@ import hashlib
 import json
 import random
 import re
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -415,10 +415,10 @@ def _text(raw: str, pieces: list[Piece]) -> str:
     return " ".join("".join(raw[p[0] : p[1]] if isinstance(p, tuple) else p for p in pieces).split())
 
 
-def generate(seed: int) -> list[dict]:
+def generate(seed: int, sources: Sequence[tuple[str, str, int]] = SOURCES) -> list[dict]:
     rng = random.Random(seed)
     rows: list[dict] = []
-    for source, pattern, wanted in SOURCES:
+    for source, pattern, wanted in sources:
         pages = _pages(source, pattern)
         rng.shuffle(pages)
         tag = re.sub(r"[^a-z]+", "", source.split("/")[-2 if source.endswith("/docs") else -1])[:8]
@@ -503,12 +503,28 @@ def load_pairs(path: Path = OUT) -> list[LabelledPair]:
     return out
 
 
+def _source_spec(spec: str) -> tuple[str, str, int]:
+    """ "repo:evals/corpora/click/docs:**/*.rst:8" -> ("repo:evals/corpora/click/docs", "**/*.rst", 8)."""
+    parts = spec.rsplit(":", 2)
+    if len(parts) != 3 or not parts[2].isdigit() or not parts[0].startswith(("repo:", "shared:")):
+        raise SystemExit(f"--source {spec!r}: expected repo:PATH:GLOB:BASES or shared:PATH:GLOB:BASES")
+    return parts[0], parts[1], int(parts[2])
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--seed", type=int, default=26)
     parser.add_argument("--out", type=Path, default=OUT)
+    parser.add_argument(
+        "--source",
+        action="append",
+        metavar="SOURCE:GLOB:BASES",
+        help="a source to draw from instead of the set of record's (repeatable), e.g. "
+        "'repo:evals/corpora/click/docs:**/*.rst:8': a fresh set from pages no verifier was tuned on",
+    )
     args = parser.parse_args()
-    rows = generate(args.seed)
+    sources = [_source_spec(spec) for spec in args.source] if args.source else SOURCES
+    rows = generate(args.seed, sources)
     args.out.parent.mkdir(parents=True, exist_ok=True)
     args.out.write_text("".join(json.dumps(r, ensure_ascii=False) + "\n" for r in rows), encoding="utf-8")
     kinds: dict[str, int] = {}
