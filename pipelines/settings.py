@@ -519,9 +519,9 @@ class Settings(BaseSettings):
         '("prompt not working"), or 2 in at most six words ("tab completion broken"; the default since 2026-12-06).',
     )
     clarify_unnamed: bool = Field(
-        False,
+        True,
         description="With `clarify_vague`, also ask back a question that names only a kind of thing "
-        '("which version?") or acts on an unnamed "it" ("how do I turn it off?").',
+        '("which version?") or acts on an unnamed "it" ("how do I turn it off?"); the default since 2026-12-07.',
     )
     semantic_cache: bool = Field(True, description="Use the semantic cache (needs a threshold, calibrated or set).")
     semantic_cache_store: Literal["edge", "postgres"] = Field(

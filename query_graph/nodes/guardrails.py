@@ -61,7 +61,7 @@ def vagueness(
     guardrail_verdict: Verdict,
     clarify_vague: bool,
     clarify_complaints: bool = True,
-    clarify_unnamed: bool = False,
+    clarify_unnamed: bool = True,
     clarify_complaint_words: int = 2,
 ) -> Vagueness:
     """Whether the question names a subject at all, or (`clarify_complaints`) only complains about one thing (two,
