@@ -12,6 +12,7 @@ others (corpora, never questions, are split, so a fitted weight never sees the p
     ragline eval sentence-pools --source evals/corpora/trio/docs \
         --golden evals/golden/trio.jsonl --out pools.trio.jsonl
     python -m evals.studies.sentence_pool compare --train pools.a.jsonl pools.b.jsonl --test pools.c.jsonl
+    python -m evals.studies.sentence_pool choose pools.a.jsonl    # with `make llm-serve` running
 
 `ragline eval sentence-pools` builds (or reuses) the set's index under `RAGLINE_HOME` and calls `record`.
 """
@@ -119,13 +120,14 @@ def record(service: Any, questions: Sequence[Any]) -> list[dict[str, Any]]:
         count: int,
         size: int = extractive.RANKED_POOL,
         readings: Mapping[str, str] | None = None,
+        margin: float = extractive.RANKED_MARGIN,
     ) -> list[ScoredSentence]:
         pool = sorted(scored, key=lambda s: -s.score)[:size]
         if pool and "pool" not in seen:
             seen["pool"] = pool
             seen["default"] = list(ranker(question, [(readings or {}).get(s.text, s.text) for s in pool]))
             seen["chunks"], seen["every"] = seen.get("last", ([], []))
-        return original_ranked(question, scored, ranker, count, size, readings)
+        return original_ranked(question, scored, ranker, count, size, readings, margin)
 
     reranker = service.back.reranker()
     rows: list[dict[str, Any]] = []
@@ -361,6 +363,54 @@ def replay(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return report
 
 
+def model_choices(rows: Sequence[dict[str, Any]], api_base: str, model: str, count: int = 6) -> dict[str, Any]:
+    """`llm_answer=choose` replayed on recorded pools: for each question whose evidence is among the default
+    ranker's best `count`, the model (an OpenAI-compatible server) is asked which of them answers, with the
+    generator's own prompt and schema; reported against the ranker's first."""
+    import time
+    import urllib.request
+
+    from pipelines.answering.litellm_generator import build_choose_messages, choose_schema, response_format
+
+    asked: list[dict[str, Any]] = []
+    for row in rows:
+        best = sorted([c for c in row["pool"] if c["in_pool"]], key=lambda c: -c["default"])[:count]
+        if not any(c["evidence"] for c in best):
+            continue
+        texts = [c.get("reading") or c["text"] for c in best]
+        body = {
+            "model": model,
+            "messages": build_choose_messages(row["question"], texts),
+            "temperature": 0,
+            "max_tokens": 12,
+            "response_format": response_format(choose_schema(len(texts)), "json_object"),
+        }
+        started = time.perf_counter()
+        request = urllib.request.Request(
+            api_base.rstrip("/") + "/chat/completions", json.dumps(body).encode(), {"Content-Type": "application/json"}
+        )
+        with urllib.request.urlopen(request, timeout=600) as response:
+            reply = json.loads(response.read())["choices"][0]["message"]["content"]
+        found = re.search(r"\d+", reply)
+        pick = int(found.group(0)) if found else None
+        hit = pick is not None and 1 <= pick <= len(best) and best[pick - 1]["evidence"]
+        asked.append({"id": row["id"], "corpus": row["corpus"], "pick": pick, "hit": bool(hit),
+                      "ranker_hit": bool(best[0]["evidence"]), "seconds": time.perf_counter() - started})  # fmt: skip
+        print(f"  {row['id']} {pick} {bool(hit)}", file=sys.stderr, flush=True)
+    seconds = sorted(a["seconds"] for a in asked)
+    return {
+        "questions": len(asked),
+        "ranker_first": sum(a["ranker_hit"] for a in asked),
+        "model_choice": sum(a["hit"] for a in asked),
+        "model_from_fourth_on": sum(a["hit"] and (a["pick"] or 0) > 3 for a in asked),
+        "p50_seconds": round(seconds[len(seconds) // 2], 2) if seconds else None,
+        "by_corpus": {
+            c: {k: sum(a[k] for a in asked if a["corpus"] == c) for k in ("ranker_hit", "hit")}
+            for c in sorted({a["corpus"] for a in asked})
+        },
+    }
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     """`compare`, `replay` (the pools are recorded by `ragline eval sentence-pools`, which opens the set's index;
     `replay` loads the packaged cross-encoder to read each candidate under its heading and after its previous
@@ -372,9 +422,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     cmp.add_argument("--test", nargs="+", required=True)
     rep = sub.add_parser("replay")
     rep.add_argument("pools", nargs="+")
+    cho = sub.add_parser("choose")
+    cho.add_argument("pools", nargs="+")
+    cho.add_argument("--api-base", default="http://127.0.0.1:8080/v1")
+    cho.add_argument("--model", default="qwen2.5-coder-1.5b")
     args = parser.parse_args(argv)
     if args.command == "compare":
         print(json.dumps(compare(load(args.train), load(args.test)), indent=1))
+        return 0
+    if args.command == "choose":
+        print(json.dumps(model_choices(load(args.pools), args.api_base, args.model), indent=1))
         return 0
     from pipelines.retrieval.rerank import CrossEncoderReranker
     from pipelines.settings import Settings

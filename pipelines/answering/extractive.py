@@ -101,6 +101,10 @@ QUESTION_WORDS = frozenset(
 
 # Scores sentences for one question (higher answers it better), in the sentences' order.
 SentenceRanker = Callable[[str, Sequence[str]], Sequence[float]]
+# Picks the sentence that answers the question among the ranker's best few (a language model, `llm_answer=choose`):
+# the index of its choice in the texts it is given, or None when it made none.
+Chooser = Callable[[str, Sequence[str]], int | None]
+CHOICES = 6  # `chooser`: how many of the ranker's best sentences it chooses from
 RANKED_POOL = 12  # the qualifying sentences a ranker reads: the best by coverage
 RANKED_MARGIN = 5.0  # a kept sentence scores within this many logits of the ranker's best
 # What an answer quotes of its best sentence (`answer_span`): the sentence, or the rest of its paragraph too.
@@ -266,6 +270,7 @@ def extract_answer(
     blocks: bool = False,
     asks: str = "whole",
     subject: bool = False,
+    chooser: Chooser | None = None,
 ) -> tuple[str, list[ScoredSentence]]:
     """The cited answer and the sentences it used; an empty answer when nothing covers the question.
     The chunks' own sentences come first; their neighbours' only when no own sentence qualifies.
@@ -288,7 +293,10 @@ def extract_answer(
     of two asks or more its own best first, each ask's qualifying sentences ordered by the ranker reading that ask
     (`each_ask_answered`), then the whole question's best. Without a ranker each ask always gets its own best.
     `subject`: a quoted sentence of a definition's description that does not name the defined term is written after
-    it, as the description's first sentence is ("term - sentence", `answer_text`)."""
+    it, as the description's first sentence is ("term - sentence", `answer_text`).
+    `chooser`: with a ranker, is given the ranker's best `CHOICES` sentences (as the ranker read them, whatever their
+    margin) and picks the one that answers; the answer says it first, then the sentences chosen as always (one more than those when the
+    choice is not among them)."""
     if pool not in POOLS:
         raise ValueError(f"unknown answer pool {pool!r}; known: {', '.join(POOLS)}")
     if asks not in ASKS:
@@ -319,6 +327,11 @@ def extract_answer(
     )
     if not best:
         return "", []
+    pick = None
+    if chooser is not None and ranker is not None:
+        options = ranked(question, scored, ranker, CHOICES, pool_size, readings, margin=math.inf)
+        at = chooser(question, [readings.get(s.text, s.text) for s in options]) if len(options) > 1 else None
+        pick = options[at] if at is not None and 0 <= at < len(options) else None
     if ranker is None and each_ask:
         best = each_ask_answered(question, best, max_sentences, lambda ask: _top_covering(score(ask, own_only)))
     elif ranker is not None and each_ask and asks == "each":
@@ -339,6 +352,8 @@ def extract_answer(
     if antecedent:
         best = with_antecedents(best, chunks)
     ordered = sorted(best, key=lambda s: (s.rank, s.position))
+    if pick is not None:  # the chosen sentence first, then the others in the pages' order
+        ordered = [pick, *[s for s in ordered if s.text != pick.text]]
     return answer_text(ordered, chunks, subject=subject), ordered
 
 
@@ -525,12 +540,13 @@ def ranked(
     count: int,
     size: int = RANKED_POOL,
     readings: Mapping[str, str] | None = None,
+    margin: float = RANKED_MARGIN,
 ) -> list[ScoredSentence]:
-    """The best `count` of the pool (the best `size` by coverage) by the ranker's score, within `RANKED_MARGIN` of
-    its best. The ranker reads a sentence's reading in `readings` when it has one."""
+    """The best `count` of the pool (the best `size` by coverage) by the ranker's score, within `margin` of its
+    best. The ranker reads a sentence's reading in `readings` when it has one."""
     pool = sorted(scored, key=lambda s: -s.score)[:size]
     if not pool:
         return []
     scores = list(ranker(question, [(readings or {}).get(s.text, s.text) for s in pool]))
     order = sorted(range(len(pool)), key=lambda i: -scores[i])[:count]  # stable: ties keep coverage order
-    return [pool[i] for i in order if scores[i] >= scores[order[0]] - RANKED_MARGIN]
+    return [pool[i] for i in order if scores[i] >= scores[order[0]] - margin]

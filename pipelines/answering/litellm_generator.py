@@ -59,6 +59,9 @@ answer the question, the one that states what was asked (the value, name, comman
 Choose a sentence for what it says, not for sharing words with the question.
 If no sentence answers the question, reply {"kind": "no_answer", "sentences": []}."""
 QUOTE_KINDS = ("answer", "no_answer")
+# `choose`: the study prompt of docs/decisions/llm-answer.md, word for word (a change is a new measurement).
+CHOOSE_SYSTEM = "You pick the sentence from documentation that answers a user's question. Reply with JSON only."
+CHOOSE_ASK = 'Which sentence states the answer to the question? Reply as {"sentence": <number>}.'
 
 
 @dataclass(frozen=True)
@@ -198,6 +201,37 @@ def read_quote_reply(text: str, units: int) -> tuple[str, list[int]]:
     if any(not 1 <= n <= units for n in numbers):
         raise MalformedReply(f"the reply names a sentence outside 1..{units}")
     return value["kind"], list(dict.fromkeys(numbers))
+
+
+def build_choose_messages(question: str, sentences: Sequence[str]) -> list[dict[str, str]]:
+    """The `choose` form's prompt: the question, then the sentence ranker's best sentences numbered from 1 in its
+    order (a sentence with the block it introduces, as the ranker read it)."""
+    listing = "\n".join(f"[{number}] {text}" for number, text in enumerate(sentences, 1))
+    user = f"Question: {question}\n\nSentences:\n{listing}\n\n{CHOOSE_ASK}"
+    return [{"role": "system", "content": CHOOSE_SYSTEM}, {"role": "user", "content": user}]
+
+
+def choose_schema(sentences: int) -> dict[str, Any]:
+    """The `choose` reply's schema: one sentence number out of those given."""
+    return {
+        "type": "object",
+        "properties": {"sentence": {"type": "integer", "enum": list(range(1, sentences + 1))}},
+        "required": ["sentence"],
+        "additionalProperties": False,
+    }
+
+
+def read_choose_reply(text: str, sentences: int) -> int:
+    """The chosen sentence's index (from 0) of a `choose` reply; raises `MalformedReply` when the reply is not
+    the object asked for or names a sentence that was not given."""
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise MalformedReply(f"the reply is not JSON ({exc.msg} at {exc.pos} of {len(text)} chars)") from exc
+    number = value.get("sentence") if isinstance(value, dict) else None
+    if not isinstance(number, int) or isinstance(number, bool) or not 1 <= number <= sentences:
+        raise MalformedReply(f"the reply's `sentence` is not a number in 1..{sentences}")
+    return number - 1
 
 
 def response_format(schema: dict[str, Any], form: StructuredOutput) -> dict[str, Any]:

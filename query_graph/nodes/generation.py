@@ -5,7 +5,7 @@ constrained to sentences with the passages they cite, and verifies each sentence
 from __future__ import annotations
 
 import inspect
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from dataclasses import dataclass, replace
 from functools import partial
 from typing import Any
@@ -18,7 +18,7 @@ from pipelines.answering import answerability, asked
 from pipelines.answering.answerability import GateVerdict
 from pipelines.answering.citations import ValidatedSentence
 from pipelines.answering.crag import knowledge_strips
-from pipelines.answering.extractive import ScoredSentence, SentenceRanker, answer_text, extract_answer
+from pipelines.answering.extractive import Chooser, ScoredSentence, SentenceRanker, answer_text, extract_answer
 from pipelines.answering.litellm_generator import (
     MalformedReply,
     ModelSentence,
@@ -26,12 +26,15 @@ from pipelines.answering.litellm_generator import (
     ReplyReader,
     StructuredOutput,
     answer_schema,
+    build_choose_messages,
     build_messages,
     build_quote_messages,
+    choose_schema,
     cited_text,
     fit_passages,
     quotables,
     quote_schema,
+    read_choose_reply,
     read_quote_reply,
     response_format,
     sentences_of,
@@ -220,6 +223,30 @@ def draft_answer__extractive(
     (pipelines/answering/asked.py); otherwise `answer_sentence_ranker` orders them (None: by coverage).
     `answer_gate_ranker`: when given, the chosen sentences must answer the question by its score
     (pipelines/answering/answerability.py), or the reply is `no_answer`."""
+    return _extractive_draft(**locals())
+
+
+def _extractive_draft(
+    question: str,
+    context_candidates: list[Candidate],
+    answer_sentences: int,
+    min_answer_score: float,
+    answer_sentence_ranker: SentenceRanker | None,
+    answer_gate_ranker: SentenceRanker | None,
+    answer_words: Analyzer,
+    guardrail_language: LanguageGuess,
+    sentence_ranker: str = "lexical",  # the variant (graph config)
+    answer_scope: str = "passages",  # the variant (graph config)
+    answer_span: str = "extended",  # the variant (graph config)
+    answer_pool: str = "narrow",  # the variant (graph config)
+    answer_antecedent: str = "off",  # the variant (graph config)
+    answer_blocks: str = "read",  # the variant (graph config)
+    answer_asks: str = "each",  # the variant (graph config)
+    answer_subject: str = "off",
+    chooser: Chooser | None = None,
+) -> Draft:
+    """The extractive answer (`draft_answer__extractive`); `chooser` picks its first sentence among the sentence
+    ranker's best (`llm_answer=choose`, `_chosen_draft`)."""
     chunks = [c.chunk for c in context_candidates]
     if sentence_ranker == "asked":
         ranker = "asked"
@@ -249,6 +276,7 @@ def draft_answer__extractive(
             blocks=answer_blocks == "read",
             asks=answer_asks,
             subject=answer_subject == "term",
+            chooser=chooser,
         )
     gate = None
     if answer_gate_ranker is not None and text:
@@ -276,8 +304,7 @@ def _strips(question: str, candidate: Candidate, words: Analyzer) -> Passage:
 def _extractive_fallback(reason: str, arguments: dict[str, Any], model: Draft) -> Draft:
     """The extractive answer from the same passages, for a reply the model wrote badly, and why. The
     extractive node is called with the arguments it takes (its signature is its own)."""
-    takes = inspect.signature(draft_answer__extractive).parameters
-    extractive = draft_answer__extractive(**{k: v for k, v in arguments.items() if k in takes})
+    extractive = _extractive_draft(**_taken(arguments))
     return replace(
         extractive,
         generator="litellm",
@@ -285,6 +312,47 @@ def _extractive_fallback(reason: str, arguments: dict[str, Any], model: Draft) -
         withheld=model.withheld,
         fallback=reason,
         model_kind=model.model_kind,
+    )
+
+
+def _taken(arguments: dict[str, Any]) -> dict[str, Any]:
+    """The arguments of a litellm draft that the extractive answer takes (its signature is its own)."""
+    takes = inspect.signature(draft_answer__extractive).parameters
+    return {k: v for k, v in arguments.items() if k in takes}
+
+
+def _chosen_draft(arguments: dict[str, Any], harness: LLMHarness, form: StructuredOutput) -> Draft:
+    """`llm_answer=choose`: the extractive answer, whose first sentence the model picks among the sentence ranker's
+    best `CHOICES` (docs/decisions/llm-answer.md). The reply is one number, read whole; the sentences are the
+    pages' own, cited as always, so the check has nothing to withhold. A reply that is not the JSON asked for
+    leaves the extractive answer as it is, and says why; with nothing to choose between, the model is not asked."""
+    seen: dict[str, Any] = {}
+
+    def choose(question: str, texts: Sequence[str]) -> int | None:
+        schema = response_format(choose_schema(len(texts)), form)
+        stream = harness.stream(build_choose_messages(question, texts), response_format=schema)
+        raw: list[str] = []
+        try:
+            for _ in _watched(iter(stream), raw):
+                pass
+        finally:
+            stream.close()
+        seen["provider"] = _provider_info(stream)
+        try:
+            return read_choose_reply("".join(raw).strip(), len(texts))
+        except MalformedReply as exc:
+            seen["fallback"] = f"the model's reply is not the JSON asked for: {exc}"
+            return None
+
+    draft = _extractive_draft(**_taken(arguments), chooser=choose)
+    chose = "provider" in seen and "fallback" not in seen
+    return replace(
+        draft,
+        generator="litellm",
+        provider=seen.get("provider"),
+        fallback=seen.get("fallback"),
+        model_kind="answer" if chose else None,
+        sentence_ranker="llm_choice" if chose else draft.sentence_ranker,
     )
 
 
@@ -378,6 +446,8 @@ def draft_answer__litellm(
     form: StructuredOutput = "json_object" if llm_structured_output == "json_object" else "json_schema"
     if llm_answer == "quote":
         return _quoted_draft(question, context_candidates, passages, llm_harness, form, answer_sentences, arguments)
+    if llm_answer == "choose":
+        return _chosen_draft(arguments, llm_harness, form)
     schema = response_format(answer_schema(len(passages)), form)
     stream = llm_harness.stream(build_messages(question, passages), response_format=schema)
     raw: list[str] = []

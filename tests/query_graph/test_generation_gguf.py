@@ -108,6 +108,19 @@ def test_the_model_chooses_sentences_that_are_quoted_as_the_page_writes_them(
         assert " ".join(strip_markers(sentence).split()).rstrip(".") in pages, sentence  # a quote, not the model's
 
 
+def test_the_model_picks_the_first_sentence_of_the_extractive_answer(harbor: Harbor, gguf_llm: GgufServer) -> None:
+    """`llm_answer=choose`: the model's reply is one number among the sentence ranker's best; the answer is the
+    extractive answer's quotes with its pick first."""
+    reply = harbor.service(**_settings(gguf_llm)).answer(PORT_Q, variants={**LITELLM, "llm_answer": "choose"})
+    assert reply["status"] == "answered" and reply["fallback"] is None, reply
+    assert reply["sentence_ranker"] == "llm_choice" and "7420" in reply["answer"], reply["answer"]
+    _released_sentences_are_cited_and_supported(reply)
+    assert reply["verification"]["unsupported"] == []
+    pages = " ".join(" ".join(p.read_text().split()) for p in Path(str(harbor.settings.source)).rglob("*.md"))
+    for sentence in split_sentences(reply["answer"]):
+        assert " ".join(strip_markers(sentence).split()).rstrip(".") in pages, sentence  # a quote, not the model's
+
+
 def test_a_question_the_passages_do_not_answer_releases_no_uncited_claim(harbor: Harbor, gguf_llm: GgufServer) -> None:
     reply = harbor.service(**_settings(gguf_llm)).answer(UNANSWERED_Q, variants=LITELLM)
     print(reply["verification"])

@@ -6,21 +6,26 @@ no_answer, outages."""
 from __future__ import annotations
 
 import json
+import re
 from collections.abc import Iterator
 
 import pytest
 
+from pipelines.answering.citations import split_sentences, strip_markers
 from pipelines.answering.litellm_generator import (
     MalformedReply,
     ModelSentence,
     Passage,
     ReplyReader,
     answer_schema,
+    build_choose_messages,
     build_quote_messages,
+    choose_schema,
     cited_text,
     fit_passages,
     quotables,
     quote_schema,
+    read_choose_reply,
     read_quote_reply,
     response_format,
 )
@@ -124,6 +129,45 @@ def test_the_quote_form_numbers_each_sentence_once_and_reads_back_only_numbers_g
     ):
         with pytest.raises(MalformedReply):
             read_quote_reply(bad, 3)
+
+
+def test_the_choose_form_numbers_the_rankers_sentences_and_reads_back_one_given_number() -> None:
+    messages = build_choose_messages("Which port?", ["The dashboard listens on 7420.", "Logs are kept."])
+    assert "[1] The dashboard listens on 7420.\n[2] Logs are kept." in messages[-1]["content"]
+    assert choose_schema(2)["properties"]["sentence"]["enum"] == [1, 2]
+    assert read_choose_reply('{"sentence": 2}', 2) == 1
+    for bad in ('{"sentence": 3}', '{"sentence": true}', '{"sentences": [1]}', "Sentence 1.", "[1]"):
+        with pytest.raises(MalformedReply):
+            read_choose_reply(bad, 2)
+
+
+def test_choose_puts_the_models_pick_first_and_quotes_the_extractive_answers_sentences(harbor: Harbor) -> None:
+    """`llm_answer=choose`: the model reads the sentence ranker's best sentences and names one; the answer is the
+    extractive answer with that sentence first, every sentence a quote cited as always."""
+    choose = {**LITELLM, "llm_answer": "choose"}
+    with loopback_llm() as llm:
+        reply = harbor.service(**llm_settings(llm.api_base)).answer(PORT_Q, variants=choose)
+        [body] = llm.bodies
+    listed = re.findall(r"^\[(\d+)\] (.*)$", body["messages"][-1]["content"], re.MULTILINE)
+    assert 2 <= len(listed) <= 6 and body["response_format"]["type"] == "json_schema"
+    assert reply["status"] == "answered" and reply["fallback"] is None and reply["sentence_ranker"] == "llm_choice"
+    assert "7420" in reply["answer"] and reply["verification"]["unsupported"] == []
+    extractive = harbor.service().answer(PORT_Q)
+    first = split_sentences(strip_markers(reply["answer"]))[0]
+    assert any(first.rstrip(".") in text for _, text in listed)
+    # Every sentence of the extractive answer is said too: the pick leads, nothing is dropped.
+    for sentence in split_sentences(strip_markers(extractive["answer"])):
+        assert sentence in strip_markers(reply["answer"]), sentence
+
+
+def test_a_choice_the_model_wrote_badly_leaves_the_extractive_answer_and_says_so(harbor: Harbor) -> None:
+    with loopback_llm(mode="prose") as llm:
+        reply = harbor.service(**llm_settings(llm.api_base)).answer(
+            PORT_Q, variants={**LITELLM, "llm_answer": "choose"}
+        )
+    assert reply["status"] == "answered" and reply["fallback"]["generator"] == "extractive"
+    assert "not the JSON asked for" in reply["fallback"]["reason"]
+    assert reply["answer"] == harbor.service().answer(PORT_Q)["answer"]
 
 
 def test_litellm_answer_cites_what_the_model_wrote_from_the_strips(harbor: Harbor) -> None:

@@ -678,3 +678,36 @@ def test_subject_writes_the_defined_term_before_a_later_sentence_of_its_descript
     )
     assert answer.startswith("RECOVERY_CODES_N - Each code works once") and "TOKEN_MAX_AGE - After" in answer
     assert_released_quoted_and_supported(answer, chunk)
+
+
+HANDLERS_PAGE = """# Handlers
+
+A handler that buffers records keeps them in memory until an error arrives, then writes all of them at once.
+Once triggered, the buffering handler stays triggered and does not reset; it forwards every later record.
+Records below the level threshold of the handler are dropped when no error happens.
+"""
+
+
+def test_a_chooser_picks_the_first_sentence_among_the_rankers_best_and_nothing_is_dropped() -> None:
+    chunk = page_chunks(0, HANDLERS_PAGE)[0]
+    words = analyzer("snowball")
+    ranker = CrossEncoderReranker("ms-marco-MiniLM-L-12-v2-int8").scores
+    question = "Does the buffering handler reset after it is triggered?"
+    plain, used = extract_answer(question, [chunk], words=words, ranker=ranker, max_sentences=1)
+    offered: list[list[str]] = []
+
+    def last_offered(asked: str, texts: Sequence[str]) -> int:
+        offered.append(list(texts))
+        return len(texts) - 1  # the ranker's last: a pick it did not put first
+
+    answer, chosen = extract_answer(
+        question, [chunk], words=words, ranker=ranker, max_sentences=1, chooser=last_offered
+    )
+    [texts] = offered
+    assert 2 <= len(texts) <= 3 and texts[0] == used[0].text  # every sentence that qualifies, the ranker's order
+    assert [s.text for s in chosen] == [texts[-1], used[0].text]  # the pick first, then the answer as it was
+    assert answer.startswith(texts[-1].rstrip(".")) and used[0].text.rstrip(".") in answer
+    assert_released_quoted_and_supported(answer, chunk)
+    # A chooser that makes no choice leaves the answer as it was.
+    assert extract_answer(question, [chunk], words=words, ranker=ranker, max_sentences=1,
+                          chooser=lambda q, t: None) == (plain, used)  # fmt: skip
