@@ -16,12 +16,15 @@ from pydantic_settings import BaseSettings, SettingsConfigDict
 
 PROJECT_ROOT = Path(__file__).resolve().parent.parent
 LOCAL_MODEL_ALIAS = "qwen2.5-coder-1.5b"  # scripts/local-llm-serve.sh serves the packaged model by this name
-# What `generator=local` sets unless given: the model's name, the schema form its server reads, and a deadline
-# for 2 cores (the default 30 s is for hosted models; a cold first question reads its prompt slowly).
+# What `generator=local` sets unless given: the model's name, the schema form its server reads, a deadline for 2
+# cores (the default 30 s is for hosted models; a cold first question reads its prompt slowly), and what the packaged
+# model does: it picks the extractive answer's first sentence (`choose`, docs/decisions/llm-answer.md), since the
+# sentences it writes itself mostly fail the citation check.
 LOCAL_LLM_DEFAULTS: dict[str, object] = {
     "llm_model": f"openai/{LOCAL_MODEL_ALIAS}",
     "llm_structured_output": "json_object",
     "llm_deadline_seconds": 120.0,
+    "llm_answer": "choose",
 }
 
 
@@ -459,7 +462,8 @@ class Settings(BaseSettings):
         "write",
         description="What the litellm generator's model does: writes each sentence with the passages it cites "
         "(`write`), chooses which of the passages' numbered sentences to quote as written (`quote`), or picks the "
-        "first sentence of the extractive answer among the sentence ranker's best six (`choose`).",
+        "first sentence of the extractive answer among the sentence ranker's best six (`choose`, what "
+        "`generator=local` sets unless given).",
     )
     llm_context_chars: int = Field(
         1600,

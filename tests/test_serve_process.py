@@ -85,7 +85,8 @@ def test_serve_answers_then_stops_everything_on_ctrl_c(tmp_path: Path) -> None:
 
 def test_serve_with_the_local_model_answers_through_it_then_stops_it_on_ctrl_c(tmp_path: Path) -> None:
     """`RAGLINE_GENERATOR=local make run`: one setting starts the packaged model's server as a child of
-    `ragline serve`, the answer is the model's, and Ctrl-C leaves neither it nor the embedded servers."""
+    `ragline serve`, the model chooses the answer's first sentence, and Ctrl-C leaves neither it nor the embedded
+    servers."""
     home, port = tmp_path / "home", free_port()
     env = {
         **os.environ,
@@ -131,7 +132,9 @@ def test_serve_with_the_local_model_answers_through_it_then_stops_it_on_ctrl_c(t
         assert reply is not None and reply.status_code == 200, reply and reply.text
         body = reply.json()
         assert body["generator"] == "litellm" and body["provider"]["model"] == "openai/qwen2.5-coder-1.5b", body
-        assert body["status"] == "answered" and body["fallback"] is None, body  # the model's own sentences
+        # The packaged model picks the answer's first sentence among the ranker's best (`choose`, its default here).
+        assert body["status"] == "answered" and body["fallback"] is None, body
+        assert body["sentence_ranker"] == "llm_choice", body
         assert "14" in body["answer"] and body["citations"], body
     finally:
         server.send_signal(signal.SIGINT)
