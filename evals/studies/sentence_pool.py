@@ -24,6 +24,8 @@ import json
 import math
 import re
 import sys
+import time
+import urllib.request
 from collections.abc import Callable, Mapping, Sequence
 from pathlib import Path
 from typing import Any
@@ -34,6 +36,7 @@ from evals.golden import normalise
 from evals.studies.answer_sentences import fit
 from pipelines.answering import extractive
 from pipelines.answering.extractive import ScoredSentence, SentenceRanker
+from pipelines.answering.litellm_generator import build_choose_messages, choose_schema, response_format
 from pipelines.answering.passage_units import block_readings
 from pipelines.documents import Chunk
 from pipelines.text.analysis import Analyzer
@@ -367,11 +370,6 @@ def model_choices(rows: Sequence[dict[str, Any]], api_base: str, model: str, cou
     """`llm_answer=choose` replayed on recorded pools: for each question whose evidence is among the default
     ranker's best `count`, the model (an OpenAI-compatible server) is asked which of them answers, with the
     generator's own prompt and schema; reported against the ranker's first."""
-    import time
-    import urllib.request
-
-    from pipelines.answering.litellm_generator import build_choose_messages, choose_schema, response_format
-
     asked: list[dict[str, Any]] = []
     for row in rows:
         best = sorted([c for c in row["pool"] if c["in_pool"]], key=lambda c: -c["default"])[:count]
@@ -394,16 +392,19 @@ def model_choices(rows: Sequence[dict[str, Any]], api_base: str, model: str, cou
         found = re.search(r"\d+", reply)
         pick = int(found.group(0)) if found else None
         hit = pick is not None and 1 <= pick <= len(best) and best[pick - 1]["evidence"]
-        asked.append({"id": row["id"], "corpus": row["corpus"], "pick": pick, "hit": bool(hit),
-                      "ranker_hit": bool(best[0]["evidence"]), "seconds": time.perf_counter() - started})  # fmt: skip
+        seconds = time.perf_counter() - started
+        asked.append(
+            {"id": row["id"], "corpus": row["corpus"], "pick": pick, "hit": bool(hit), "seconds": seconds}
+            | {"ranker_hit": bool(best[0]["evidence"])}
+        )
         print(f"  {row['id']} {pick} {bool(hit)}", file=sys.stderr, flush=True)
-    seconds = sorted(a["seconds"] for a in asked)
+    times = sorted(a["seconds"] for a in asked)
     return {
         "questions": len(asked),
         "ranker_first": sum(a["ranker_hit"] for a in asked),
         "model_choice": sum(a["hit"] for a in asked),
         "model_from_fourth_on": sum(a["hit"] and (a["pick"] or 0) > 3 for a in asked),
-        "p50_seconds": round(seconds[len(seconds) // 2], 2) if seconds else None,
+        "p50_seconds": round(times[len(times) // 2], 2) if times else None,
         "by_corpus": {
             c: {k: sum(a[k] for a in asked if a["corpus"] == c) for k in ("ranker_hit", "hit")}
             for c in sorted({a["corpus"] for a in asked})

@@ -295,8 +295,8 @@ def extract_answer(
     `subject`: a quoted sentence of a definition's description that does not name the defined term is written after
     it, as the description's first sentence is ("term - sentence", `answer_text`).
     `chooser`: with a ranker, is given the ranker's best `CHOICES` sentences (as the ranker read them, whatever their
-    margin) and picks the one that answers; the answer says it first, then the sentences chosen as always (one more than those when the
-    choice is not among them)."""
+    margin) and picks the one that answers; the answer says it first, then the sentences chosen as always (one more
+    than those when the choice is not among them)."""
     if pool not in POOLS:
         raise ValueError(f"unknown answer pool {pool!r}; known: {', '.join(POOLS)}")
     if asks not in ASKS:

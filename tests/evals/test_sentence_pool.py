@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from evals.studies.sentence_pool import FEATURES, compare, features, hits, labelled
+from evals.studies.sentence_pool import FEATURES, compare, features, hits, labelled, model_choices
+from tests.llm_loopback import loopback_llm
 
 
 def _row(question: str, texts: list[str], evidence: list[bool], default: list[float]) -> dict[str, object]:
@@ -58,3 +59,17 @@ def test_compare_fits_on_some_rows_and_reports_every_scorer_on_others() -> None:
     assert set(report["weights"]) == set(FEATURES)
     assert {"default@1", "learned@3", "coverage@1"} <= set(report["test"])
     assert report["test"]["evidence_in_pool"] == 3
+
+
+def test_model_choices_asks_over_http_for_the_rankers_best_and_counts_what_it_names() -> None:
+    """`choose` replayed on recorded pools, against a real OpenAI-compatible server on loopback (its choice: the
+    listed sentence sharing most words with the question)."""
+    texts = ["Logs are rotated daily.", "The request timeout defaults to 30 seconds.", "Timeouts are logged."]
+    answered = _row("What does the request timeout default to?", texts, [False, True, False], [3.0, 2.0, 1.0])
+    missed = {**_row("Which port?", texts, [False, False, False], [3.0, 2.0, 1.0]), "id": "q2"}
+    with loopback_llm() as llm:
+        report = model_choices([answered, missed], llm.api_base, "loopback")
+        [body] = llm.bodies  # a question whose evidence is not among the best is not asked
+    assert "[2] The request timeout defaults to 30 seconds." in body["messages"][-1]["content"]
+    assert (report["questions"], report["ranker_first"], report["model_choice"]) == (1, 0, 1)
+    assert report["by_corpus"] == {"c": {"ranker_hit": 0, "hit": 1}}

@@ -91,3 +91,12 @@ def test_strict_keeps_its_figures_on_the_fresh_set() -> None:
     kept = [strict_check(p.claim, p.passage)[1] is None for p in pairs]
     assert sum(k and p.supported for k, p in zip(kept, pairs, strict=True)) >= 145
     assert sum(k and not p.supported for k, p in zip(kept, pairs, strict=True)) <= 3
+
+
+def test_a_source_is_named_by_its_root_glob_and_number_of_bases() -> None:
+    from evals.verify_set import _source_spec
+
+    assert _source_spec("repo:evals/corpora/click/docs:**/*.rst:8") == ("repo:evals/corpora/click/docs", "**/*.rst", 8)
+    for bad in ("evals/corpora/click/docs:**/*.rst:8", "repo:evals/corpora/click/docs:**/*.rst", "repo:x:*.md:many"):
+        with pytest.raises(SystemExit, match="expected repo:PATH:GLOB:BASES"):
+            _source_spec(bad)
