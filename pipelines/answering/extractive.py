@@ -302,6 +302,8 @@ def extract_answer(
     if asks not in ASKS:
         raise ValueError(f"unknown answer asks {asks!r}; known: {', '.join(ASKS)}")
     pool_size, pool_floor = POOLS[pool] if ranker else (RANKED_POOL, None)
+    if chooser is not None and ranker is not None:
+        ranker = _remembered(ranker)  # the chooser's options are the same pool the answer's sentences are ranked in
     chunks = chunks[:passages]
     own_only = True
     readings = {u: r for c in chunks for u, r in block_readings(c.generation_text).items()} if blocks else {}
@@ -355,6 +357,19 @@ def extract_answer(
     if pick is not None:  # the chosen sentence first, then the others in the pages' order
         ordered = [pick, *[s for s in ordered if s.text != pick.text]]
     return answer_text(ordered, chunks, subject=subject), ordered
+
+
+def _remembered(ranker: SentenceRanker) -> SentenceRanker:
+    """`ranker`, scoring a question and its texts once however often it is asked about them."""
+    known: dict[tuple[str, tuple[str, ...]], Sequence[float]] = {}
+
+    def scores(question: str, texts: Sequence[str]) -> Sequence[float]:
+        key = (question, tuple(texts))
+        if key not in known:
+            known[key] = list(ranker(question, texts))
+        return known[key]
+
+    return scores
 
 
 def answer_text(sentences: Sequence[ScoredSentence], chunks: Sequence[Chunk], subject: bool = False) -> str:

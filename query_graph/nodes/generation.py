@@ -330,16 +330,9 @@ def _chosen_draft(arguments: dict[str, Any], harness: LLMHarness, form: Structur
 
     def choose(question: str, texts: Sequence[str]) -> int | None:
         schema = response_format(choose_schema(len(texts)), form)
-        stream = harness.stream(build_choose_messages(question, texts), response_format=schema)
-        raw: list[str] = []
+        text, seen["provider"] = _whole_reply(harness, build_choose_messages(question, texts), schema)
         try:
-            for _ in _watched(iter(stream), raw):
-                pass
-        finally:
-            stream.close()
-        seen["provider"] = _provider_info(stream)
-        try:
-            return read_choose_reply("".join(raw).strip(), len(texts))
+            return read_choose_reply(text, len(texts))
         except MalformedReply as exc:
             seen["fallback"] = f"the model's reply is not the JSON asked for: {exc}"
             return None
@@ -354,6 +347,20 @@ def _chosen_draft(arguments: dict[str, Any], harness: LLMHarness, form: Structur
         model_kind="answer" if chose else None,
         sentence_ranker="llm_choice" if chose else draft.sentence_ranker,
     )
+
+
+def _whole_reply(
+    harness: LLMHarness, messages: list[dict[str, str]], schema: dict[str, Any]
+) -> tuple[str, dict[str, Any] | None]:
+    """A short reply read whole (a few tokens: `quote`'s numbers, `choose`'s one), and which provider gave it."""
+    stream = harness.stream(messages, response_format=schema)
+    raw: list[str] = []
+    try:
+        for _ in _watched(iter(stream), raw):
+            pass
+    finally:
+        stream.close()
+    return "".join(raw).strip(), _provider_info(stream)
 
 
 def _provider_info(stream: Any) -> dict[str, Any] | None:
@@ -382,15 +389,7 @@ def _quoted_draft(
     if not units:
         return Draft("", "litellm", kind="no_answer")
     schema = response_format(quote_schema(len(units), most), form)
-    stream = harness.stream(build_quote_messages(question, passages, units), response_format=schema)
-    raw: list[str] = []
-    try:
-        for _ in _watched(iter(stream), raw):
-            pass
-    finally:
-        stream.close()
-    info = _provider_info(stream)
-    text = "".join(raw).strip()
+    text, info = _whole_reply(harness, build_quote_messages(question, passages, units), schema)
     model = Draft(text, "litellm", "answer", info, None, model_kind=None)
     try:
         kind, numbers = read_quote_reply(text, len(units))
