@@ -122,6 +122,14 @@ class Settings(BaseSettings):
         "lower; computed once per index version from the embedding cache), `off` not. "
         "docs/decisions/hubness.md.",
     )
+    dense_sentences: Literal["off", "max", "mean"] = Field(
+        "off",
+        description="Whether dense search also reads each chunk's own sentences, as the build embedded them for the "
+        'answer\'s ranker ("heading: sentence", the `sentence_vectors` asset): a chunk scores the better (`max`) or '
+        "the mean (`mean`) of its cosine and its best sentence's, over every chunk of the index held in memory; `off` "
+        "the store's dense search alone. Needs the build's embedding cache (`RAGLINE_BUILD_SENTENCE_VECTORS`). "
+        "docs/decisions/dense-units.md.",
+    )
     release_notes: Literal["keep", "defer"] = Field(
         "defer",
         description="Whether changelog pages (by file name or title) wait for questions about releases: `defer` (the "

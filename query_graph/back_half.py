@@ -17,12 +17,14 @@ from hamilton import driver
 from pipelines.adapters.llm_harness import GenerationUnavailable, LLMHarness
 from pipelines.answering.citations import CitationError
 from pipelines.answering.litellm_generator import PROMPT_VERSION
+from pipelines.answering.sentence_vectors import own_shown_texts
 from pipelines.caching.embeddings import CachedVectors
 from pipelines.deadline import DeadlinePassed
 from pipelines.ports import StoreUnavailable
 from pipelines.retrieval.bm25 import MemoryBM25Cache
 from pipelines.retrieval.hubness import HubnessCache
 from pipelines.retrieval.rerank import CrossEncoderReranker, RerankUnavailable
+from pipelines.retrieval.sentence_units import SentenceUnitsCache
 from pipelines.retrieval.translations import OriginalsCache
 from pipelines.settings import PROJECT_ROOT, Settings
 from query_graph.driver import DriverCache
@@ -38,6 +40,7 @@ class BackHalf:
         code_digest()  # read once here (about half a second), not on the first request
         self.bm25_memory = MemoryBM25Cache()
         self.hubness = HubnessCache(settings.data_dir)
+        self.sentence_units = SentenceUnitsCache(settings.data_dir, own_shown_texts)
         self.passage_vectors = CachedVectors(settings.data_dir / "embedding_cache.sqlite")
         self.originals = OriginalsCache()
         self._reranker: CrossEncoderReranker | None = None
@@ -85,6 +88,7 @@ class BackHalf:
         inputs: dict[str, Any] = {
             "bm25_memory": self.bm25_memory,
             "hubness_cache": self.hubness,
+            "sentence_units_cache": self.sentence_units,
             "passage_vectors": self.passage_vectors,
             "originals_cache": self.originals,
             "rerank_depth": s.rerank_depth,

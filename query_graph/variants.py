@@ -26,6 +26,7 @@ VARIANT_NODES: tuple[str, ...] = (
     "distinct_passages",
     "sub_queries",
     "dense_hubness",
+    "dense_sentences",
     "release_notes",
     "language_route",
     "rerank",

@@ -76,6 +76,12 @@ def plan_for(service: QueryService, depth: int, feedback: bool | None = None) ->
             if s.dense_hubness == "csls"
             else None
         ),
+        sentences=(
+            service.back.sentence_units.source(version.version, index, s.chunk_strategy, service.embedder)
+            if s.dense_sentences != "off"
+            else None
+        ),
+        sentence_combine=s.dense_sentences,
         **hit_rules("hybrid", s.top_k, **{**rule_settings(s), **overridden}),
     )
 

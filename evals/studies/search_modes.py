@@ -14,11 +14,13 @@ from __future__ import annotations
 import time
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from pipelines.adapters.embedders import load_embedder
+from pipelines.answering.sentence_vectors import own_shown_texts
 from pipelines.documents import Chunk
 from pipelines.ports import Embedder, VectorIndex
 from pipelines.retrieval import fusion
@@ -28,6 +30,7 @@ from pipelines.retrieval.hubness import Hubness, HubnessCache
 from pipelines.retrieval.language_lanes import Lane, lanes
 from pipelines.retrieval.rerank import reranked_order
 from pipelines.retrieval.retriever import RetrievalPlan, hit_rules, rule_settings
+from pipelines.retrieval.sentence_units import SentenceUnits, SentenceUnitsCache
 from pipelines.retrieval.translations import Originals, OriginalsCache
 from pipelines.settings import Settings
 from pipelines.text.language import detect_question_language
@@ -65,17 +68,26 @@ class SearchSetup:
     embedder: Embedder | None = None  # embeds the asks of `sub_queries` (the question's own embedding is given)
     hubness: Hubness | None = None  # dense hits discounted by their chunk's hubness (`dense_hubness=csls`)
     release_notes: bool = False  # changelog hits wait unless the question asks about releases (`release_notes=defer`)
+    sentences: SentenceUnits | None = None  # dense hits ordered by their chunks' sentences too (`dense_sentences`)
+    sentence_combine: str = "off"
 
     originals: OriginalsCache = field(default_factory=OriginalsCache)
     bm25_memory: MemoryBM25Cache = field(default_factory=MemoryBM25Cache)  # the feedback's term statistics
 
     @classmethod
     def from_settings(
-        cls, settings: Settings, index: VectorIndex, strategy: str | None, **overrides: Any
+        cls,
+        settings: Settings,
+        index: VectorIndex,
+        strategy: str | None,
+        data_dir: Path | None = None,
+        **overrides: Any,
     ) -> SearchSetup:
         """The retrieval settings a server would search with (one place, so a changed default reaches
         every evaluation); `overrides` for what an evaluation sets itself (its index's analyzer and
-        languages, a `--fusion` flag, a reranker)."""
+        languages, a `--fusion` flag, a reranker). `data_dir`: where the index's build kept its embedding cache
+        (an evaluation index's own; default the settings'), which hubness and sentence units read."""
+        data_dir = data_dir or settings.data_dir
         values: dict[str, Any] = {
             "candidates": settings.candidates,
             "rrf_k": settings.rrf_k,
@@ -90,7 +102,12 @@ class SearchSetup:
         }
         if settings.dense_hubness == "csls":
             embedder = load_embedder(settings.embedding_model)
-            values["hubness"] = HubnessCache(settings.data_dir).source("eval", index, strategy, embedder)
+            values["hubness"] = HubnessCache(data_dir).source("eval", index, strategy, embedder)
+        if settings.dense_sentences != "off":
+            embedder = load_embedder(settings.embedding_model)
+            units = SentenceUnitsCache(data_dir, own_shown_texts)
+            values["sentences"] = units.source("eval", index, strategy, embedder)
+            values["sentence_combine"] = settings.dense_sentences
         return cls(index=index, strategy=strategy, **{**values, **overrides})
 
     def originals_for(self, lanes: Sequence[Lane]) -> Originals | None:
@@ -126,6 +143,8 @@ class SearchSetup:
             per_page=self.per_page,
             hubness=self.hubness,
             release_notes=self.release_notes,
+            sentences=self.sentences,
+            sentence_combine=self.sentence_combine,
         )
 
     def lanes(self, question: str) -> tuple[Lane, ...]:

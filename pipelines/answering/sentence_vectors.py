@@ -58,6 +58,21 @@ def shown_texts(chunks: Iterable[Chunk]) -> list[str]:
     return list(dict.fromkeys(shown_text(text, _heading(c)) for c in chunks for text in _ranked_texts(c)))
 
 
+def own_shown_texts(chunk: Chunk) -> list[str]:
+    """The texts of the chunk's own sentences (not its neighbour context's) as the build embedded them ("heading:
+    sentence", and a sentence with the block it introduces): what dense search reads of a chunk's sentences
+    (`dense_sentences`, pipelines/retrieval/sentence_units.py)."""
+    readings = block_readings(chunk.generation_text)
+    heading = _heading(chunk)
+    return [
+        shown_text(text, heading)
+        for unit, own in marked_units(chunk)
+        if own
+        for text in (unit, readings.get(unit))
+        if text is not None
+    ]
+
+
 def unit_headings(chunks: Sequence[Chunk]) -> dict[str, str]:
     """Each quotable unit of the passages (and its reading with its block) with its chunk's heading path
     ("Configuration > Sessions"); a unit two passages hold keeps the first one's."""

@@ -35,6 +35,7 @@ from pipelines.retrieval.hubness import Hubness, HubnessCache, penalised
 from pipelines.retrieval.language_lanes import Lane, fuse_lanes, lanes
 from pipelines.retrieval.release_notes import asks_about_releases, is_release_notes
 from pipelines.retrieval.rerank import CrossEncoderReranker, reranked_order
+from pipelines.retrieval.sentence_units import SentenceUnits, SentenceUnitsCache, with_sentences
 from pipelines.retrieval.translations import Originals, OriginalsCache
 from pipelines.retrieval.vocabulary import language_words
 from pipelines.settings import Settings
@@ -114,6 +115,8 @@ class RetrievalPlan:
         None  # fusion reads dense hits less their chunk's hubness (pipelines/retrieval/hubness.py)
     )
     release_notes: bool = False  # `defer`: changelog hits wait unless the question asks about releases (`kept_hits`)
+    sentences: SentenceUnits | None = None  # dense fusion also reads chunks' sentences (sentence_units.py)
+    sentence_combine: str = "max"  # how a chunk's cosine and its best sentence's combine (`dense_sentences`)
 
     def dense(self, embedding: np.ndarray) -> list[list[Ranked]]:
         return [
@@ -163,17 +166,23 @@ class RetrievalPlan:
         return out
 
     def fused(
-        self, dense: list[list[Ranked]], sparse: list[list[Ranked]], question: str | None = None
+        self,
+        dense: list[list[Ranked]],
+        sparse: list[list[Ranked]],
+        question: str | None = None,
+        dense_order: list[list[Ranked]] | None = None,
     ) -> list[Candidate]:
         """Fuse each lane's chosen lists, put the originals of the question lane's hits at the head of
         the source lane, interleave the lanes, then read only the kept chunks' payloads (one store call).
-        `question` decides whether release notes wait (`release_notes`); None: they do not."""
+        `question` decides whether release notes wait (`release_notes`); None: they do not. `dense_order`: the
+        dense lists fusion orders by, when they are not the store's (`sentences_ranked`)."""
         dense = dense or [[] for _ in self.lanes]
         sparse = sparse or [[] for _ in self.lanes]
-        ranked = dense  # what fusion orders by; the candidates keep each retriever's own scores (CRAG grades cosines)
+        # What fusion orders by; the candidates keep each retriever's own scores (CRAG grades cosines).
+        ranked = dense_order or dense
         if self.hubness is not None:
             ranked = [
-                penalised(hits, self.hubness(lane.language)) for hits, lane in zip(dense, self.lanes, strict=True)
+                penalised(hits, self.hubness(lane.language)) for hits, lane in zip(ranked, self.lanes, strict=True)
             ]
         defer = self.release_notes and question is not None and not asks_about_releases(question)
         dense_pairs, sparse_pairs = [_pairs(hits) for hits in ranked], [_pairs(hits) for hits in sparse]
@@ -292,7 +301,16 @@ class RetrievalPlan:
             sparse = self.sparse_with_feedback(question, dense)
         else:
             sparse = self.sparse(question) if self.retrieval != "dense" else []
-        return self.bridged(question, self.asked(question, self.fused(dense, sparse, question)))
+        order = self.sentences_ranked(dense, embedding)
+        return self.bridged(question, self.asked(question, self.fused(dense, sparse, question, order)))
+
+    def sentences_ranked(self, dense: list[list[Ranked]], embedding: np.ndarray | None) -> list[list[Ranked]] | None:
+        """The dense lists as fusion orders them when chunks are also read by their sentences (`sentences`,
+        pipelines/retrieval/sentence_units.py); None: the store's lists."""
+        if self.sentences is None or embedding is None or not dense:
+            return None
+        languages = [lane.language for lane in self.lanes]
+        return with_sentences(dense, languages, self.sentences, embedding, self.sentence_combine, self.candidates)
 
     def asked(self, question: str, candidates: list[Candidate]) -> list[Candidate]:
         """With `sub_queries`, a question that asks two things or more (pipelines/text/asks.py) is also searched
@@ -479,6 +497,8 @@ def build_plan(
     bridge_hop_sources: int = 3,
     hubness: Hubness | None = None,
     release_notes: str = "keep",
+    sentences: SentenceUnits | None = None,
+    dense_sentences: str = "off",
 ) -> RetrievalPlan:
     """The plan of one request from its variants (`retrieval` ... `distinct_passages`) and settings: the
     query graph's `retrieval_plan` node, and `ServedRetrieval` with the settings' defaults."""
@@ -503,6 +523,8 @@ def build_plan(
         bm25_analyzer=bm25_analyzer,
         originals=originals,
         hubness=hubness,
+        sentences=sentences if dense_sentences != "off" else None,
+        sentence_combine=dense_sentences,
         **hit_rules(
             retrieval,
             top_k,
@@ -602,6 +624,7 @@ SERVED_PROFILE = (
     "sub_queries",
     "passages_per_page",
     "dense_hubness",
+    "dense_sentences",
     "release_notes",
     "language_route",
     "source_language",
@@ -636,6 +659,7 @@ class ServedRetrieval:
     bm25_memory: MemoryBM25Cache = field(default_factory=MemoryBM25Cache)
     originals: OriginalsCache = field(default_factory=OriginalsCache)
     hubness_cache: HubnessCache | None = None  # built on first use when the settings discount dense hubs
+    sentence_units: SentenceUnitsCache | None = None  # given by a caller that serves `dense_sentences`
 
     def plan(self, question: str) -> RetrievalPlan:
         s = self.settings
@@ -665,6 +689,12 @@ class ServedRetrieval:
             originals_cache=self.originals,
             bm25_analyzer=bm25_analyzer,
             hubness=hubness,
+            sentences=(
+                self.sentence_units.source(self.version.version, self.index, self.strategy, self.embedder)
+                if s.dense_sentences != "off" and self.sentence_units is not None
+                else None
+            ),
+            dense_sentences=s.dense_sentences,
             **rule_settings(s),
         )
 

@@ -19,6 +19,7 @@ from pipelines.retrieval.bm25 import MemoryBM25Cache
 from pipelines.retrieval.hubness import HubnessCache
 from pipelines.retrieval.language_lanes import Lane, lanes
 from pipelines.retrieval.retriever import Candidate, RetrievalPlan, build_plan
+from pipelines.retrieval.sentence_units import SentenceUnitsCache
 from pipelines.retrieval.translations import OriginalsCache
 
 
@@ -45,6 +46,8 @@ def retrieval_plan(
     sub_queries: str,  # the variant (graph config), as bm25_feedback
     hubness_cache: HubnessCache,
     dense_hubness: str = "off",  # the variant (graph config), as bm25_feedback
+    sentence_units_cache: SentenceUnitsCache | None = None,
+    dense_sentences: str = "off",  # the variant (graph config), as bm25_feedback
     release_notes: str = "keep",  # the variant (graph config), as bm25_feedback
     bm25_analyzer: str = "plain",
     bm25_feedback_docs: int = 3,
@@ -54,10 +57,14 @@ def retrieval_plan(
     passages_per_page: int = 0,
 ) -> RetrievalPlan:
     """The request's retrieval plan (pipelines/retrieval/retriever.py `build_plan`); `dense_hubness=csls` discounts
-    the dense hits by their chunk's hubness (pipelines/retrieval/hubness.py)."""
+    the dense hits by their chunk's hubness (pipelines/retrieval/hubness.py); `dense_sentences=max|mean` orders the
+    dense hits by their chunks' sentences too (pipelines/retrieval/sentence_units.py)."""
     hubness = None
     if dense_hubness == "csls":
         hubness = hubness_cache.source(index_version, vector_index, strategy, embedder)
+    sentences = None
+    if dense_sentences != "off" and sentence_units_cache is not None:
+        sentences = sentence_units_cache.source(index_version, vector_index, strategy, embedder)
     return build_plan(
         retrieval=retrieval,
         bm25_engine=bm25_engine,
@@ -87,6 +94,8 @@ def retrieval_plan(
         passages_per_page=passages_per_page,
         hubness=hubness,
         release_notes=release_notes,
+        sentences=sentences,
+        dense_sentences=dense_sentences,
     )
 
 
@@ -110,6 +119,14 @@ def query_embedding(question: str, embedder: Embedder) -> np.ndarray:
 def dense_hits(query_embedding: np.ndarray, retrieval_plan: RetrievalPlan) -> list[list[Ranked]]:
     """One ranked list per lane."""
     return retrieval_plan.dense(query_embedding)
+
+
+def dense_order(
+    query_embedding: np.ndarray, dense_hits: list[list[Ranked]], retrieval_plan: RetrievalPlan
+) -> list[list[Ranked]] | None:
+    """The dense lists as fusion orders them when chunks are also read by their sentences (`dense_sentences=max|mean`,
+    pipelines/retrieval/sentence_units.py); None: the store's lists (`off`)."""
+    return retrieval_plan.sentences_ranked(dense_hits, query_embedding)
 
 
 def bm25_hits(question: str, retrieval_plan: RetrievalPlan) -> list[list[Ranked]]:
@@ -137,18 +154,22 @@ def fused_candidates__hybrid(
     dense_hits: list[list[Ranked]],
     feedback_bm25_hits: list[list[Ranked]],
     retrieval_plan: RetrievalPlan,
+    dense_order: list[list[Ranked]] | None,
 ) -> list[Candidate]:
     """Dense and BM25 lists fused (by default the convex combination with each list's first two hits first;
     plain convex, RRF, weighted RRF or DBSF as configured); BM25 with feedback when that variant is on. The
     question decides whether changelog hits wait (`release_notes=defer`)."""
-    return retrieval_plan.fused(dense_hits, feedback_bm25_hits, question)
+    return retrieval_plan.fused(dense_hits, feedback_bm25_hits, question, dense_order)
 
 
 @config.when(retrieval="dense")
 def fused_candidates__dense(
-    question: str, dense_hits: list[list[Ranked]], retrieval_plan: RetrievalPlan
+    question: str,
+    dense_hits: list[list[Ranked]],
+    retrieval_plan: RetrievalPlan,
+    dense_order: list[list[Ranked]] | None,
 ) -> list[Candidate]:
-    return retrieval_plan.fused(dense_hits, [], question)
+    return retrieval_plan.fused(dense_hits, [], question, dense_order)
 
 
 @config.when(retrieval="bm25")

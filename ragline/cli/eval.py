@@ -167,6 +167,7 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
                 base,
                 visible_index(opened.version, opened.index, _access(args)),
                 settings.chunk_strategy,
+                settings.data_dir,
                 fusion=args.fusion or base.fusion,
                 rerank=scorer,
                 # The version's own analyzer and languages: an index reused from an earlier build keeps them.
@@ -524,6 +525,7 @@ def cmd_eval_followups(args: argparse.Namespace) -> int:
                 base,
                 opened.index,
                 settings.chunk_strategy,
+                settings.data_dir,
                 fusion=base.fusion,
                 bm25_analyzer=opened.version.chunk_settings.get("bm25_analyzer", "plain"),
                 index_languages=tuple(opened.version.languages),
