@@ -139,6 +139,32 @@ def index_key(
     return digest.hexdigest()[:12]
 
 
+def embed_sentences(
+    index: VectorIndex, folder: Path, embedding_model: str, texts_of: Callable[[Chunk], Sequence[str]]
+) -> dict[str, int]:
+    """Make the BEIR folder's embedding cache hold every chunk's own sentences (`texts_of`), as a ragline build's
+    `sentence_vectors` asset does, so `dense_sentences` can be measured on a BEIR set; how many texts were there
+    already and how many were embedded."""
+    texts = list(dict.fromkeys(t for c in index.scroll_chunks(STRATEGY) for t in texts_of(c)))
+    request = build.BuildRequest(
+        source=str(folder),
+        include=(),
+        exclude=(),
+        strategies=(STRATEGY,),
+        embedding_model=embedding_model,
+        target_tokens=0,
+        max_tokens=0,
+        overlap_tokens=0,
+    )
+
+    def progress(done: int, total: int) -> None:
+        if done % 2048 < 32 or done == total:
+            log.info("beir_sentence_embedding", done=done, total=total)
+
+    reused, computed = build.cache_vectors(texts, request, folder / "embedding_cache.sqlite", progress)
+    return {"sentences": len(texts), "reused": reused, "computed": computed}
+
+
 def build_or_reuse(
     data: BeirData,
     folder: Path,

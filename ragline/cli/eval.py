@@ -222,10 +222,16 @@ def cmd_eval_beir(args: argparse.Namespace) -> int:
         scorer = rerank_scorer(base) if "hybrid+rerank" in modes else None
         index = EdgeShardIndex(folder / info["key"] / "shard")
         try:
+            if base.dense_sentences != "off":  # the vectors a ragline build's `sentence_vectors` asset embeds
+                from evals.beir import embed_sentences
+                from pipelines.answering.sentence_vectors import own_shown_texts
+
+                info["sentence_vectors"] = embed_sentences(index, folder, model, own_shown_texts)
             setup = SearchSetup.from_settings(
                 base,
                 index,
                 None,
+                folder,
                 candidates=100,
                 fusion=args.fusion or base.fusion,
                 rerank=scorer,
