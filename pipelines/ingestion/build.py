@@ -52,8 +52,9 @@ ANALYZER_VERSION = "bm25-analyzer-v1"
 # 14 to 16 (a definition's term as the subject of its description, in HTML and reStructuredText) were tried and not
 # adopted (docs/decisions/definition-lists.md); 17: a definition's term (an HTML `<dt>`, a reStructuredText object
 # directive's name or signature) is the subject of its description's first paragraph, every word of a long signature
-# kept on a line of its own, and a one-line "Default: `5`" paragraph goes on the paragraph it completes.
-PROCESSING_VERSION = 17
+# kept on a line of its own, and a one-line "Default: `5`" paragraph goes on the paragraph it completes; 18: a page's
+# language is read from its prose words only (an API page of signatures read as Esperanto and stopped the build).
+PROCESSING_VERSION = 18
 log = structlog.get_logger(__name__)
 Progress = Callable[[int, int], None]
 

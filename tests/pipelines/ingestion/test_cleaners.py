@@ -195,6 +195,18 @@ def test_language_by_folder_and_by_text() -> None:
     assert folder_language("guide/install.md") is None
     assert detect_language("Der Server startet automatisch, wenn die Konfiguration gültig ist.") == "de"
     assert detect_language("# Blob\n\n" + "ab1-" * 400) == "en"  # unsure: the default, not 'Ukrainian'
+    # An API page of signatures: its words written in code are not read ("Esperanto" at 0.52 when they were), and
+    # a run of Chinese with a name and a number in it is still read as prose.
+    api = (
+        "# harbor.daemon module\n\nThe harbor daemon.\n\n`harbor.daemon.run()` - Run harbord CLI.\n\n"
+        "harbor.daemon.start(configfiles=None, daemonize=False, environment=None, fastcgi=False, scgi=False, "
+        "pidfile=None, imports=None, cgi=False)\n\n`harbor.daemon.start()` - Subscribe all engine plugins and start "
+        "the engine."
+    )
+    assert detect_language(api) == "en"  # read whole: Esperanto at 0.81
+    signatures = "# harbor.pier module\n\nharbor.pier.open(configfiles=None, daemonize=False, pidfile=None, cgi=False)"
+    assert detect_language(signatures) == "en"  # no prose: the default, not Chinese at 0.73
+    assert detect_language("这是一个关于如何使用FastAPI的app.get方法的中文文档，版本2.0之后可用。") == "zh"
 
 
 def test_html_lists_keep_their_items_on_their_bullets_and_their_nesting() -> None:
