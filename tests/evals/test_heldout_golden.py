@@ -38,7 +38,8 @@ SETS = {"alembic": "al", "coverage": "cv", "markdown": "md", "werkzeug": "wz", "
         "stestr": "qs", "oslo-config": "zo", "nose2": "n2", "logbook": "lb", "django-guardian": "dg",
         "pycurl": "pc", "bleak": "bl", "mutagen": "mg", "circuits": "ci", "amqp": "aq",
         "pymongo": "pm", "jinja2": "jj", "bottle": "bo", "pyroute2": "pr", "ws4py": "ws", "paste": "ps",
-        "requests": "rq", "pygments": "py", "cherrypy": "cp", "djangorestframework": "df"}  # fmt: skip
+        "requests": "rq", "pygments": "py", "cherrypy": "cp", "djangorestframework": "df",
+        "eventlet": "ev", "wtforms": "wt", "mongoengine": "me"}  # fmt: skip
 
 TYPES = {"single-fact", "paraphrase", "identifier", "list", "comparison", "multi-page", "false-premise",
          "unanswerable", "off-topic", "vague"}  # fmt: skip
