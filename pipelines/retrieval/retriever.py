@@ -116,7 +116,7 @@ class RetrievalPlan:
     )
     release_notes: bool = False  # `defer`: changelog hits wait unless the question asks about releases (`kept_hits`)
     sentences: SentenceUnits | None = None  # dense fusion also reads chunks' sentences (sentence_units.py)
-    sentence_combine: str = "max"  # how a chunk's cosine and its best sentence's combine (`dense_sentences`)
+    sentence_combine: str = "off"  # how a chunk's cosine and its best sentence's combine (`dense_sentences`)
 
     def dense(self, embedding: np.ndarray) -> list[list[Ranked]]:
         return [
@@ -307,7 +307,7 @@ class RetrievalPlan:
     def sentences_ranked(self, dense: list[list[Ranked]], embedding: np.ndarray | None) -> list[list[Ranked]] | None:
         """The dense lists as fusion orders them when chunks are also read by their sentences (`sentences`,
         pipelines/retrieval/sentence_units.py); None: the store's lists."""
-        if self.sentences is None or embedding is None or not dense:
+        if self.sentences is None or self.sentence_combine == "off" or embedding is None or not dense:
             return None
         languages = [lane.language for lane in self.lanes]
         return with_sentences(dense, languages, self.sentences, embedding, self.sentence_combine, self.candidates)

@@ -50,6 +50,8 @@ class SentenceTable:
     def scores(self, question_vector: np.ndarray, combine: str) -> np.ndarray:
         """Each chunk's score for the question: its cosine combined with its best sentence's (`max` | `mean`);
         a chunk without a sentence keeps its cosine."""
+        if combine not in ("max", "mean"):
+            raise ValueError(f"unknown dense_sentences combination {combine!r}; known: max, mean")
         q = np.asarray(question_vector, dtype=np.float32)
         chunk = self.chunk_vectors @ q
         best = chunk.copy()

@@ -38,6 +38,8 @@ def test_a_chunk_with_one_sentence_near_the_question_rises_by_max_and_less_by_me
     mean = table.scores(question, "mean")
     assert mean[0] == pytest.approx((chunk[0] + best[0]) / 2)
     assert [h.key for h in table.ranked(question, "mean", 2)] == ["close", "broad"]
+    with pytest.raises(ValueError, match="max, mean"):
+        table.scores(question, "off")
 
 
 def test_a_lane_without_a_table_keeps_the_stores_list() -> None:
