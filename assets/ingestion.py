@@ -31,7 +31,7 @@ from dagster import (
 from assets.resources import IngestionEnv, IngestionResource
 from pipelines.adapters.embedders import load_embedder
 from pipelines.adapters.registry import IndexVersion
-from pipelines.answering.sentence_vectors import VECTOR_RANKERS, shown_texts
+from pipelines.answering.sentence_vectors import VECTOR_RANKERS, own_shown_texts, shown_texts
 from pipelines.documents import Chunk, Document
 from pipelines.guardrails.topic_gate import reference_passages
 from pipelines.ingestion import build, index_checks
@@ -348,17 +348,26 @@ def shadow_collection_is_complete(
     asset=shadow_collection,
     blocking=True,
     required_resource_keys={"ragline"},
-    additional_ins={"clean_documents": AssetIn("clean_documents")},
+    # After the sentences' vectors are stored: the served default's dense search reads them (`dense_sentences`).
+    additional_ins={"clean_documents": AssetIn("clean_documents"), "sentence_vectors": AssetIn("sentence_vectors")},
     description="Optional: evidence@5 on RAGLINE_GOLDEN_FILE may not fall below the active version's by more "
     "than RAGLINE_SMOKE_MARGIN. Passes as 'skipped: no golden file' when none is configured.",
 )
 def retrieval_smoke(
-    context: AssetCheckExecutionContext, shadow_collection: IndexVersion, clean_documents: list[Document]
+    context: AssetCheckExecutionContext,
+    shadow_collection: IndexVersion,
+    clean_documents: list[Document],
+    sentence_vectors: dict[str, Any],
 ) -> AssetCheckResult:
     env = _env(context)
     started = time.perf_counter()
     result = smoke_check.retrieval_smoke_check(
-        env.stores, env.settings, env.request, shadow_collection, [d.document_id for d in clean_documents]
+        env.stores,
+        env.settings,
+        env.request,
+        shadow_collection,
+        [d.document_id for d in clean_documents],
+        own_shown_texts,
     )
     env.stores.registry.merge(
         shadow_collection.version,

@@ -123,12 +123,12 @@ class Settings(BaseSettings):
         "docs/decisions/hubness.md.",
     )
     dense_sentences: Literal["off", "max", "mean"] = Field(
-        "off",
+        "mean",
         description="Whether dense search also reads each chunk's own sentences, as the build embedded them for the "
-        'answer\'s ranker ("heading: sentence", the `sentence_vectors` asset): a chunk scores the better (`max`) or '
-        "the mean (`mean`) of its cosine and its best sentence's, over every chunk of the index held in memory; `off` "
-        "the store's dense search alone. Needs the build's embedding cache (`RAGLINE_BUILD_SENTENCE_VECTORS`). "
-        "docs/decisions/dense-units.md.",
+        'answer\'s ranker ("heading: sentence", the `sentence_vectors` asset): a chunk scores the mean (`mean`, the '
+        "default since 2026-12-07) or the better (`max`) of its cosine and its best sentence's, over every chunk of "
+        "the index held in memory; `off` the store's dense search alone. Needs the build's embedding cache "
+        "(`RAGLINE_BUILD_SENTENCE_VECTORS`); without it, the store's list. docs/decisions/dense-units.md.",
     )
     release_notes: Literal["keep", "defer"] = Field(
         "defer",

@@ -94,15 +94,18 @@ class QueryService:
         activated later builds them on its first question. No index yet: nothing to warm, the first query
         says why."""
         s = self.settings
-        if s.bm25_feedback != "on" and s.bridge_hop != "on" and s.bm25_engine != "memory":
+        bm25 = s.bm25_feedback == "on" or s.bridge_hop == "on" or s.bm25_engine == "memory"
+        if not bm25 and s.dense_sentences == "off":
             return
         try:
             version, index = self.indexes.current()
         except (NoActiveIndex, FingerprintMismatch, StoreUnavailable):
             return
         analyzer = version.chunk_settings.get("bm25_analyzer", "plain")
-        for language in lexical_languages(s.language_route, version.languages, s.language_filter):
+        for language in lexical_languages(s.language_route, version.languages, s.language_filter) if bm25 else ():
             self.back.bm25_memory.engine(version.version, index, s.chunk_strategy, language, analyzer)
+        if s.dense_sentences != "off":  # the table of sentence vectors dense search reads (`dense_sentences`)
+            self.back.sentence_units.source(version.version, index, s.chunk_strategy, self.embedder)(None)
 
     def check_ready(self) -> dict[str, Any]:
         """Fail unless an index is active and built with this server's embedder (start-up check)."""

@@ -9,8 +9,9 @@ list fusion orders by is then every chunk of the lane ranked by `max` (the bette
 sentence score) or `mean` (their mean); the candidates keep the store's own dense scores (CRAG grades cosines).
 
 The table of vectors is built once per index version (and caller's view of it) from the embedding cache in the data
-dir; a view whose chunks or sentences are mostly missing from the cache (an index built elsewhere, or with
-`RAGLINE_BUILD_SENTENCE_VECTORS` off) gets the plain dense list, with a warning, rather than a guess.
+dir, one table for every language of the index (a lane reads only its language's chunks); a view whose chunks or
+sentences are mostly missing from the cache (an index built elsewhere, or with `RAGLINE_BUILD_SENTENCE_VECTORS` off)
+gets the plain dense list, with a warning, rather than a guess.
 docs/decisions/dense-units.md.
 """
 
@@ -46,6 +47,7 @@ class SentenceTable:
     chunk_vectors: np.ndarray  # chunks x dimension, float32, unit length
     sentence_vectors: np.ndarray  # sentences x dimension, grouped by chunk in chunk order
     owner: np.ndarray  # sentence row -> chunk row (non-decreasing)
+    languages: tuple[str, ...] = ()  # each chunk's language (empty: not told apart)
 
     def scores(self, question_vector: np.ndarray, combine: str) -> np.ndarray:
         """Each chunk's score for the question: its cosine combined with its best sentence's (`max` | `mean`);
@@ -61,11 +63,15 @@ class SentenceTable:
             best[self.owner[starts]] = np.maximum.reduceat(self.sentence_vectors @ q, starts)
         return np.maximum(chunk, best) if combine == "max" else (chunk + best) / 2
 
-    def ranked(self, question_vector: np.ndarray, combine: str, limit: int) -> list[Ranked]:
-        """The lane's `limit` best chunks by `scores`, best first."""
+    def ranked(
+        self, question_vector: np.ndarray, combine: str, limit: int, language: str | None = None
+    ) -> list[Ranked]:
+        """The `limit` best chunks by `scores`, best first; with `language`, only that language's (a lane's)."""
         scores = self.scores(question_vector, combine)
+        if language is not None and self.languages:
+            scores = np.where(np.asarray(self.languages) == language, scores, -np.inf)
         top = np.argsort(-scores, kind="stable")[:limit]
-        return [Ranked(self.keys[i], float(scores[i])) for i in top]
+        return [Ranked(self.keys[i], float(scores[i])) for i in top if np.isfinite(scores[i])]
 
 
 # Each language lane's table (None: plain dense search in that lane).
@@ -108,31 +114,35 @@ def build_table(
                 else np.zeros((0, dimension), dtype=np.float32)
             ),
             owner=np.asarray([owners[r] for r in rows], dtype=np.int64),
+            languages=tuple(chunks[i].language for i in held),
         ),
         counts,
     )
 
 
 class SentenceUnitsCache:
-    """One table per (index version, caller's view, strategy, language), built on first use from the embedding
-    cache in `data_dir`; the oldest are dropped. `texts_of` gives a chunk's sentence texts as the build embedded
+    """One table per (index version, caller's view, strategy), every language in it, built on first use from the
+    embedding cache in `data_dir`; the oldest are dropped. `texts_of` gives a chunk's sentence texts as the build embedded
     them (the answering layer knows what a sentence is; retrieval only reads their vectors)."""
 
     def __init__(self, data_dir: Path, texts_of: SentenceTexts, keep: int = 4) -> None:
         self.cache_path = data_dir / "embedding_cache.sqlite"
         self.texts_of = texts_of
-        self._tables: BuiltOnce[tuple[str, str, str | None, str | None], SentenceTable | None] = BuiltOnce(keep)
+        self._tables: BuiltOnce[tuple[str, str, str | None], SentenceTable | None] = BuiltOnce(keep)
 
     def source(self, version: str, index: VectorIndex, strategy: str | None, embedder: Embedder) -> SentenceUnits:
-        def of(language: str | None) -> SentenceTable | None:
-            key = (version, index.access_key, strategy, language)
-            return self._tables.get(key, lambda: self._build(version, index, strategy, language, embedder))
+        """The plan's tables: the same one for every lane (`ranked` keeps a lane's language)."""
+
+        def of(_language: str | None) -> SentenceTable | None:
+            key = (version, index.access_key, strategy)
+            return self._tables.get(key, lambda: self._build(version, index, strategy, embedder))
 
         return of
 
     def _build(
-        self, version: str, index: VectorIndex, strategy: str | None, language: str | None, embedder: Embedder
+        self, version: str, index: VectorIndex, strategy: str | None, embedder: Embedder
     ) -> SentenceTable | None:
+        language = None  # every language of the index: one table, each lane reads its own chunks
         chunks = index.scroll_chunks(strategy, language)
         fingerprint = embedder.fingerprint.digest  # type: ignore[attr-defined]
         cache = EmbeddingCache.reader(self.cache_path, fingerprint, embedder.dimension, timeout=5.0)
@@ -163,5 +173,5 @@ def with_sentences(
     out: list[list[Ranked]] = []
     for hits, language in zip(dense, lanes, strict=True):
         table = units(language)
-        out.append(hits if table is None else table.ranked(question_vector, combine, limit))
+        out.append(hits if table is None else table.ranked(question_vector, combine, limit, language))
     return out

@@ -23,17 +23,27 @@ from pipelines.ingestion.build import BuildRequest
 from pipelines.ports import StoreUnavailable, VectorIndex
 from pipelines.profiles import Stores
 from pipelines.retrieval.retriever import ServedRetrieval, served_profile
+from pipelines.retrieval.sentence_units import SentenceTexts, SentenceUnitsCache
 from pipelines.settings import Settings
 
 log = structlog.get_logger(__name__)
 
 
 def served_search(
-    index: VectorIndex, version: IndexVersion, settings: Settings, request: BuildRequest, strategy: str
+    index: VectorIndex,
+    version: IndexVersion,
+    settings: Settings,
+    request: BuildRequest,
+    strategy: str,
+    sentence_texts: SentenceTexts,
 ) -> Callable[[str], list[Chunk]]:
     """The ranked chunks the served default retrieves from `version` (opened as `index`) for a question:
-    the query graph's `reranked_candidates` with the settings' variants, embedded with the build's model."""
-    return ServedRetrieval(settings, load_embedder(request.embedding_model), index, version, strategy).chunks
+    the query graph's `reranked_candidates` with the settings' variants, embedded with the build's model.
+    `sentence_texts`: a chunk's sentences as the build embedded them (`dense_sentences`; the answering layer's
+    `own_shown_texts`, which this layer may not import)."""
+    units = SentenceUnitsCache(settings.data_dir, sentence_texts)
+    embedder = load_embedder(request.embedding_model)
+    return ServedRetrieval(settings, embedder, index, version, strategy, sentence_units=units).chunks
 
 
 def smoke_strategy(request: BuildRequest, query_strategy: str) -> str:
@@ -42,7 +52,12 @@ def smoke_strategy(request: BuildRequest, query_strategy: str) -> str:
 
 
 def retrieval_smoke_check(
-    stores: Stores, settings: Settings, request: BuildRequest, shadow: IndexVersion, document_ids: list[str]
+    stores: Stores,
+    settings: Settings,
+    request: BuildRequest,
+    shadow: IndexVersion,
+    document_ids: list[str],
+    sentence_texts: SentenceTexts,
 ) -> dict[str, Any]:
     """evidence@5 of the shadow version on the golden file against the active version's (when comparable)."""
     golden = settings.golden_file
@@ -52,7 +67,7 @@ def retrieval_smoke_check(
     try:
         shadow_index = stores.open_index(shadow.location)
         opened.append(shadow_index)
-        shadow_search = served_search(shadow_index, shadow, settings, request, strategy)
+        shadow_search = served_search(shadow_index, shadow, settings, request, strategy, sentence_texts)
         active_search = None
         active = stores.registry.active()
         if questions and active is not None and active.version == shadow.version:
@@ -71,7 +86,7 @@ def retrieval_smoke_check(
             try:
                 active_index = stores.open_index(active.location)
                 opened.append(active_index)
-                active_search = served_search(active_index, active, settings, request, strategy)
+                active_search = served_search(active_index, active, settings, request, strategy, sentence_texts)
             except StoreUnavailable as exc:
                 # A server holding the active shard open locks it (Qdrant Edge's WAL): compare with the
                 # score the active version recorded when it was checked, on the same golden file.

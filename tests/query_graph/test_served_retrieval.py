@@ -8,6 +8,7 @@ from typing import Any
 
 import pytest
 
+from pipelines.answering.sentence_vectors import own_shown_texts
 from pipelines.ingestion.build import BuildRequest
 from pipelines.retrieval.smoke_check import served_search
 from tests.query_graph.harbor import Harbor, harbor_index
@@ -24,6 +25,7 @@ SETTINGS: list[dict[str, Any]] = [
     {"fusion": "rrf", "bm25_feedback": "on", "bridge_hop": "on", "distinct_passages": "off", "top_k": 4},
     {"retrieval": "bm25", "bm25_engine": "memory"},
     {"retrieval": "dense", "candidates": 5},
+    {"retrieval": "dense", "dense_sentences": "off"},
 ]
 
 
@@ -46,7 +48,8 @@ def ranked_alike(index: Harbor, questions: tuple[str, ...], **updates: Any) -> l
     service = index.service(crag="off", **updates)
     version, opened = service.active()  # the service's own handle: a Qdrant Edge shard has one reader
     settings = service.settings
-    search = served_search(opened, version, settings, BuildRequest.from_settings(settings), settings.chunk_strategy)
+    request = BuildRequest.from_settings(settings)
+    search = served_search(opened, version, settings, request, settings.chunk_strategy, own_shown_texts)
     served = []
     for question in questions:
         reply = service.answer(question)

@@ -49,6 +49,16 @@ def test_a_lane_without_a_table_keeps_the_stores_list() -> None:
     assert out[0] == [Ranked("c", pytest.approx(1.0))] and out[1] == store[1]
 
 
+def test_one_table_serves_every_lane_each_with_its_own_languages_chunks() -> None:
+    vectors = np.stack([_unit(1.0, 0.0), _unit(0.9, 0.1), _unit(0.0, 1.0)])
+    none = np.zeros((0, 2), np.float32)
+    table = SentenceTable(["en-a", "de-a", "en-b"], vectors, none, np.zeros(0, np.int64), ("en", "de", "en"))
+    question = _unit(1.0, 0.0)
+    assert [h.key for h in table.ranked(question, "max", 5, "en")] == ["en-a", "en-b"]
+    assert [h.key for h in table.ranked(question, "max", 5, "de")] == ["de-a"]
+    assert [h.key for h in table.ranked(question, "max", 5)] == ["en-a", "de-a", "en-b"]  # the whole-index lane
+
+
 @pytest.fixture(scope="module")
 def harbor(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Harbor]:
     with harbor_index(tmp_path_factory.mktemp("harbor"), request) as index:
@@ -77,7 +87,7 @@ def test_the_table_holds_every_chunk_and_its_own_sentences_from_the_build(harbor
 def test_the_variant_runs_in_the_graph_and_the_candidates_keep_their_cosines(harbor: Harbor) -> None:
     service = harbor.service()
     question = "Which port does the harbor dashboard listen on?"
-    plain = service.answer(question, variants={"retrieval": "dense"})
+    plain = service.answer(question, variants={"retrieval": "dense", "dense_sentences": "off"})
     reply = service.answer(question, variants={"retrieval": "dense", "dense_sentences": "max"})
     assert reply["status"] == "answered" and "7420" in reply["answer"]
     assert reply["variants"]["dense_sentences"] == "max"
