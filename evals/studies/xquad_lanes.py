@@ -81,8 +81,10 @@ def evaluate_lanes(
     version: IndexVersion,
     strategy: str,
     settings: Settings,
+    data_dir: Path | None = None,
 ) -> dict[str, Any]:
-    """own@5 and original@5 per route and question language, with hybrid retrieval (module docstring)."""
+    """own@5 and original@5 per route and question language, with hybrid retrieval (module docstring). `data_dir`:
+    the index's own (its embedding cache holds the sentences dense search reads); default the settings'."""
     report: dict[str, Any] = {
         "languages": list(languages),
         "fusion": settings.fusion,
@@ -95,6 +97,7 @@ def evaluate_lanes(
             settings,
             index,
             strategy,
+            data_dir,
             bm25_analyzer=version.chunk_settings.get("bm25_analyzer", "plain"),
             index_languages=tuple(version.languages),
             language_route=route,

@@ -430,6 +430,7 @@ def cmd_eval_lanes(args: argparse.Namespace) -> int:
                 opened.version,
                 settings.chunk_strategy,
                 base,
+                settings.data_dir,
             )
             report["index"] = {**opened.info, "embedding_model": settings.embedding_model}
     except (ValueError, OSError, KeyError) as exc:
