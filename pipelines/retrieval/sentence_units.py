@@ -19,6 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
+from functools import cached_property
 from pathlib import Path
 
 import numpy as np
@@ -59,9 +60,17 @@ class SentenceTable:
         best = chunk.copy()
         if len(self.owner):
             # Each chunk's sentences are one run of rows: the best of each run, in one pass.
-            starts = np.flatnonzero(np.r_[True, self.owner[1:] != self.owner[:-1]])
-            best[self.owner[starts]] = np.maximum.reduceat(self.sentence_vectors @ q, starts)
+            best[self.owner[self._run_starts]] = np.maximum.reduceat(self.sentence_vectors @ q, self._run_starts)
         return np.maximum(chunk, best) if combine == "max" else (chunk + best) / 2
+
+    @cached_property
+    def _run_starts(self) -> np.ndarray:
+        """The first sentence row of each chunk's run (the table never changes: computed once, not per question)."""
+        return np.flatnonzero(np.r_[True, self.owner[1:] != self.owner[:-1]])
+
+    @cached_property
+    def _language_array(self) -> np.ndarray:
+        return np.asarray(self.languages)
 
     def ranked(
         self, question_vector: np.ndarray, combine: str, limit: int, language: str | None = None
@@ -69,7 +78,7 @@ class SentenceTable:
         """The `limit` best chunks by `scores`, best first; with `language`, only that language's (a lane's)."""
         scores = self.scores(question_vector, combine)
         if language is not None and self.languages:
-            scores = np.where(np.asarray(self.languages) == language, scores, -np.inf)
+            scores = np.where(self._language_array == language, scores, -np.inf)
         top = np.argsort(-scores, kind="stable")[:limit]
         return [Ranked(self.keys[i], float(scores[i])) for i in top if np.isfinite(scores[i])]
 

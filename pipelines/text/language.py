@@ -19,11 +19,12 @@ _HANGUL = re.compile(r"[\uac00-\ud7af]")
 # ("cherrypy.daemon.start(configfiles=None,", "v2", "--bind"). A word with other letters is never one: a run of
 # Chinese or Japanese has no spaces to cut it at, and dropping it would drop the page's prose.
 _CODE_WORD = re.compile(r"[_=()\[\]{}/\\<>|#*]|\w\.\w|\d|^-")
+_ASCII_LETTER = re.compile(r"[A-Za-z]")
 
 
 def _prose_words(text: str) -> str:
     """`text` without the words written in code (`_CODE_WORD`): what a language model should read."""
-    return " ".join(w for w in text.split() if not (w.isascii() and re.search(r"[A-Za-z]", w) and _CODE_WORD.search(w)))
+    return " ".join(w for w in text.split() if not (w.isascii() and _ASCII_LETTER.search(w) and _CODE_WORD.search(w)))
 
 
 def detect_language(text: str, default: str = "en", min_score: float = 0.5) -> str:
