@@ -39,7 +39,9 @@ SETS = {"alembic": "al", "coverage": "cv", "markdown": "md", "werkzeug": "wz", "
         "pycurl": "pc", "bleak": "bl", "mutagen": "mg", "circuits": "ci", "amqp": "aq",
         "pymongo": "pm", "jinja2": "jj", "bottle": "bo", "pyroute2": "pr", "ws4py": "ws", "paste": "ps",
         "requests": "rq", "pygments": "py", "cherrypy": "cp", "djangorestframework": "df",
-        "eventlet": "ev", "wtforms": "wt", "mongoengine": "me"}  # fmt: skip
+        "eventlet": "ev", "wtforms": "wt", "mongoengine": "me", "testfixtures": "tf",
+        "django-extensions": "dx", "agate": "ag", "pygit2": "gt",
+        "django-channels": "dc"}  # fmt: skip
 
 TYPES = {"single-fact", "paraphrase", "identifier", "list", "comparison", "multi-page", "false-premise",
          "unanswerable", "off-topic", "vague"}  # fmt: skip
