@@ -221,12 +221,13 @@ class Settings(BaseSettings):
             "higher (`extended`; as `sentence` without a ranker)."
         ),
     )
-    answer_pool: Literal["narrow", "wide"] = Field(
+    answer_pool: Literal["narrow", "wide", "nearest"] = Field(
         "narrow",
         description=(
             "Which sentences the sentence ranker orders: the best 12 by coverage among those covering at least "
             "`min_answer_score` of the question (`narrow`), or, once one does, the best 20 among those covering at "
-            "least 0.05 (`wide`)."
+            "least 0.05 (`wide`), or the best 12 and the 4 other sentences of the passages the embedding model puts "
+            "nearest the question, whatever their coverage (`nearest`; English questions, with a vector ranker)."
         ),
     )
     answer_antecedent: Literal["on", "off"] = Field(

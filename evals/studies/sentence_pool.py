@@ -13,6 +13,7 @@ others (corpora, never questions, are split, so a fitted weight never sees the p
         --golden evals/golden/trio.jsonl --out pools.trio.jsonl
     python -m evals.studies.sentence_pool compare --train pools.a.jsonl pools.b.jsonl --test pools.c.jsonl
     python -m evals.studies.sentence_pool choose pools.a.jsonl    # with `make llm-serve` running
+    python -m evals.studies.sentence_pool nearest pools.a.jsonl pools.b.jsonl   # the pool widened by cosine
 
 `ragline eval sentence-pools` builds (or reuses) the set's index under `RAGLINE_HOME` and calls `record`.
 """
@@ -124,13 +125,14 @@ def record(service: Any, questions: Sequence[Any]) -> list[dict[str, Any]]:
         size: int = extractive.RANKED_POOL,
         readings: Mapping[str, str] | None = None,
         margin: float = extractive.RANKED_MARGIN,
+        extra: Sequence[ScoredSentence] = (),
     ) -> list[ScoredSentence]:
         pool = sorted(scored, key=lambda s: -s.score)[:size]
         if pool and "pool" not in seen:
             seen["pool"] = pool
             seen["default"] = list(ranker(question, [(readings or {}).get(s.text, s.text) for s in pool]))
             seen["chunks"], seen["every"] = seen.get("last", ([], []))
-        return original_ranked(question, scored, ranker, count, size, readings, margin)
+        return original_ranked(question, scored, ranker, count, size, readings, margin, extra)
 
     reranker = service.back.reranker()
     rows: list[dict[str, Any]] = []
@@ -366,6 +368,45 @@ def replay(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
     return report
 
 
+def _widened_order(row: dict[str, Any], nearest: int) -> list[float]:
+    """The default ranker's order over the pool of 12 widened by the `nearest` candidates outside it whose
+    "heading: sentence" the embedding model puts closest to the question (`answer_pool=nearest`); every reading is
+    a z-score over the widened pool. Outside it, -1e9; no pool of 12 (nothing covers the question), no widening."""
+    pool = [c for c in row["pool"] if c["in_pool"]]
+    if not pool:
+        return [-1e9 for _ in row["pool"]]
+    outside = sorted((c for c in row["pool"] if not c["in_pool"]), key=lambda c: -c["cosine"])[:nearest]
+    chosen = [*pool, *outside]
+    known = [c["passage_score"] for c in chosen if c["passage_score"] is not None]
+    floor = min(known) if known else 0.0
+    summed = np.zeros(len(chosen))
+    for key in ("cross_encoder", "cosine", "passage_score"):
+        values = [floor if c[key] is None else float(c[key]) for c in chosen]
+        summed += np.asarray(_z(values))
+    by_text = {c["text"]: float(v) for c, v in zip(chosen, summed, strict=True)}
+    return [by_text.get(c["text"], -1e9) for c in row["pool"]]
+
+
+def nearest(rows: Sequence[dict[str, Any]], widths: Sequence[int] = (0, 2, 4, 6)) -> dict[str, Any]:
+    """How often the evidence sentence is in the ranker's pool, and among its first one and three, when the pool of
+    12 (by coverage) is widened by the `width` sentences of the passages the embedding model puts nearest the
+    question: the study behind `answer_pool=nearest` (pipelines/answering/extractive.py)."""
+    report: dict[str, Any] = {}
+    for corpus in [*sorted({r["corpus"] for r in rows}), "all"]:
+        chosen = [r for r in rows if r["pool"] and corpus in ("all", r["corpus"])]
+        line: dict[str, str] = {}
+        for width in widths:
+
+            def scorer(r: dict[str, Any], width: int = width) -> list[float]:
+                return _widened_order(r, width)
+
+            line[f"{width}:pool"] = "{}/{}".format(*hits(chosen, scorer, 10**6))
+            for k in (1, 3):
+                line[f"{width}@{k}"] = "{}/{}".format(*hits(chosen, scorer, k))
+        report[corpus] = line
+    return report
+
+
 def model_choices(rows: Sequence[dict[str, Any]], api_base: str, model: str, count: int = 6) -> dict[str, Any]:
     """`llm_answer=choose` replayed on recorded pools: for each question whose evidence is among the default
     ranker's best `count`, the model (an OpenAI-compatible server) is asked which of them answers, with the
@@ -423,6 +464,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     cmp.add_argument("--test", nargs="+", required=True)
     rep = sub.add_parser("replay")
     rep.add_argument("pools", nargs="+")
+    near = sub.add_parser("nearest")
+    near.add_argument("pools", nargs="+")
+    near.add_argument("--widths", type=int, nargs="+", default=[0, 2, 4, 6])
     cho = sub.add_parser("choose")
     cho.add_argument("pools", nargs="+")
     cho.add_argument("--api-base", default="http://127.0.0.1:8080/v1")
@@ -430,6 +474,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     args = parser.parse_args(argv)
     if args.command == "compare":
         print(json.dumps(compare(load(args.train), load(args.test)), indent=1))
+        return 0
+    if args.command == "nearest":
+        print(json.dumps(nearest(load(args.pools), args.widths), indent=1))
         return 0
     if args.command == "choose":
         print(json.dumps(model_choices(load(args.pools), args.api_base, args.model), indent=1))

@@ -123,7 +123,15 @@ BACK_REFERENCE = re.compile(
 # What a ranker reads (`answer_pool`): the best this many by coverage, among those covering at least this share of
 # the question (`None`: the answer's own minimum). `wide` reads further once some sentence reaches the minimum, so
 # "nothing covers the question" is unchanged.
-POOLS: dict[str, tuple[int, float | None]] = {"narrow": (RANKED_POOL, None), "wide": (20, 0.05)}
+POOLS: dict[str, tuple[int, float | None]] = {
+    "narrow": (RANKED_POOL, None),
+    "wide": (20, 0.05),
+    "nearest": (RANKED_POOL, None),
+}
+# `nearest`: the `narrow` pool and, once one sentence reaches the minimum, this many more of the passages' sentences,
+# those the embedding model puts closest to the question whatever their coverage (a sentence that answers in other
+# words than the question's shares too few of them to be among the best by coverage).
+NEAREST = 4
 # A definition's term as the readers write it before its description's first paragraph, in code ("`term` - ...",
 # pipelines/ingestion/definitions.py `shown_term`), read as a quotable unit shows it ("term - ..."): the subject of
 # every sentence of that paragraph (`subject_of`).
@@ -271,6 +279,7 @@ def extract_answer(
     asks: str = "whole",
     subject: bool = False,
     chooser: Chooser | None = None,
+    closeness: SentenceRanker | None = None,
 ) -> tuple[str, list[ScoredSentence]]:
     """The cited answer and the sentences it used; an empty answer when nothing covers the question.
     The chunks' own sentences come first; their neighbours' only when no own sentence qualifies.
@@ -296,7 +305,9 @@ def extract_answer(
     it, as the description's first sentence is ("term - sentence", `answer_text`).
     `chooser`: with a ranker, is given the ranker's best `CHOICES` sentences (as the ranker read them, whatever their
     margin) and picks the one that answers; the answer says it first, then the sentences chosen as always (one more
-    than those when the choice is not among them)."""
+    than those when the choice is not among them).
+    `closeness`: with `pool` `nearest` and a ranker, scores how close the embedding model puts each text to the
+    question; the `NEAREST` closest sentences outside the pool join it (`nearest`)."""
     if pool not in POOLS:
         raise ValueError(f"unknown answer pool {pool!r}; known: {', '.join(POOLS)}")
     if asks not in ASKS:
@@ -308,8 +319,12 @@ def extract_answer(
     own_only = True
     readings = {u: r for c in chunks for u, r in block_readings(c.generation_text).items()} if blocks else {}
 
+    every: list[ScoredSentence] = []
+
     def score(text: str, own: bool, floor: float | None = None) -> list[ScoredSentence]:
         found = score_sentences(text, chunks, own_only=own, words=words, language=language, readings=readings)
+        if text == question:
+            every[:] = found
         if floor is not None and any(s.score >= min_score for s in found):
             return [s for s in found if s.score >= floor]
         return [s for s in found if s.score >= min_score]
@@ -318,12 +333,15 @@ def extract_answer(
     if not scored and any(c.context_text is not None for c in chunks):
         own_only = False
         scored = once(score(question, False, pool_floor))
+    extra: list[ScoredSentence] = []
+    if pool == "nearest" and ranker is not None and closeness is not None and scored:
+        extra = nearest(question, scored, once(every), closeness, pool_size, readings)
     if scope == "page":
         scored = one_page(
-            scored, chunks, ranked(question, scored, ranker, 1, pool_size, readings) if ranker else scored
+            scored, chunks, ranked(question, scored, ranker, 1, pool_size, readings, extra=extra) if ranker else scored
         )
     best = (
-        ranked(question, scored, ranker, max_sentences, pool_size, readings)
+        ranked(question, scored, ranker, max_sentences, pool_size, readings, extra=extra)
         if ranker
         else covering(scored, max_sentences)
     )
@@ -331,7 +349,7 @@ def extract_answer(
         return "", []
     pick = None
     if chooser is not None and ranker is not None:
-        options = ranked(question, scored, ranker, CHOICES, pool_size, readings, margin=math.inf)
+        options = ranked(question, scored, ranker, CHOICES, pool_size, readings, margin=math.inf, extra=extra)
         at = chooser(question, [readings.get(s.text, s.text) for s in options]) if len(options) > 1 else None
         pick = options[at] if at is not None and 0 <= at < len(options) else None
     if ranker is None and each_ask:
@@ -556,12 +574,37 @@ def ranked(
     size: int = RANKED_POOL,
     readings: Mapping[str, str] | None = None,
     margin: float = RANKED_MARGIN,
+    extra: Sequence[ScoredSentence] = (),
 ) -> list[ScoredSentence]:
-    """The best `count` of the pool (the best `size` by coverage) by the ranker's score, within `margin` of its
-    best. The ranker reads a sentence's reading in `readings` when it has one."""
+    """The best `count` of the pool (the best `size` by coverage, and the `extra` sentences not among them) by the
+    ranker's score, within `margin` of its best. The ranker reads a sentence's reading in `readings` when it has
+    one."""
     pool = sorted(scored, key=lambda s: -s.score)[:size]
     if not pool:
         return []
+    held = {s.text for s in pool}
+    pool += [s for s in extra if s.text not in held]
     scores = list(ranker(question, [(readings or {}).get(s.text, s.text) for s in pool]))
     order = sorted(range(len(pool)), key=lambda i: -scores[i])[:count]  # stable: ties keep coverage order
     return [pool[i] for i in order if scores[i] >= scores[order[0]] - margin]
+
+
+def nearest(
+    question: str,
+    scored: list[ScoredSentence],
+    every: list[ScoredSentence],
+    closeness: SentenceRanker,
+    size: int = RANKED_POOL,
+    readings: Mapping[str, str] | None = None,
+    count: int = NEAREST,
+) -> list[ScoredSentence]:
+    """The `count` sentences of `every` (the passages' sentences, whatever their coverage) outside the pool (the
+    best `size` of `scored` by coverage) that `closeness` puts nearest the question, each read as the ranker reads
+    it."""
+    held = {s.text for s in sorted(scored, key=lambda s: -s.score)[:size]}
+    outside = [s for s in every if s.text not in held]
+    if not outside:
+        return []
+    near = list(closeness(question, [(readings or {}).get(s.text, s.text) for s in outside]))
+    order = sorted(range(len(outside)), key=lambda i: -near[i])[:count]
+    return [outside[i] for i in order]

@@ -99,6 +99,19 @@ def _z(values: np.ndarray) -> np.ndarray:
     return (values - values.mean()) / (spread or 1.0)
 
 
+def closeness(
+    embed: Callable[[Sequence[str]], np.ndarray], question_vector: np.ndarray, headings: Mapping[str, str]
+) -> SentenceRanker:
+    """The cosine of the question's vector and each text's, read as "heading: text" (the embedding model's reading
+    of a sentence in the vector rankers, and what the `nearest` pool adds by)."""
+
+    def cosines(_question: str, texts: Sequence[str]) -> Sequence[float]:
+        shown = [shown_text(t, headings.get(t)) for t in texts]
+        return np.asarray(embed(shown), dtype=float) @ np.asarray(question_vector, dtype=float)
+
+    return cosines
+
+
 def vector_ranker(
     cross_encoder: SentenceRanker | None,
     embed: Callable[[Sequence[str]], np.ndarray],
@@ -115,9 +128,10 @@ def vector_ranker(
     Without a `cross_encoder` (the `vectors_rank` variant) the cosine and the passage scores are the readings, and the
     result is on the scale `VECTOR_SPREAD` (mean 0); fewer than `MIN_CANDIDATES` texts are ordered by the cosine."""
 
+    near = closeness(embed, question_vector, headings)
+
     def cosines(texts: Sequence[str]) -> np.ndarray:
-        shown = [shown_text(t, headings.get(t)) for t in texts]
-        return np.asarray(embed(shown), dtype=float) @ np.asarray(question_vector, dtype=float)
+        return np.asarray(near("", texts), dtype=float)
 
     def scores(question: str, texts: Sequence[str]) -> Sequence[float]:
         chosen = list(texts)

@@ -39,7 +39,7 @@ from pipelines.answering.litellm_generator import (
     response_format,
     sentences_of,
 )
-from pipelines.answering.sentence_vectors import unit_headings, unit_passage_scores, vector_ranker
+from pipelines.answering.sentence_vectors import closeness, unit_headings, unit_passage_scores, vector_ranker
 from pipelines.caching.embeddings import CachedVectors
 from pipelines.ports import Embedder
 from pipelines.retrieval.rerank import CrossEncoderReranker
@@ -162,6 +162,23 @@ def _vectors(
     return vector_ranker(cross_encoder, embed, query_embedding, headings, scores)
 
 
+def answer_closeness(
+    guardrail_language: LanguageGuess,
+    embedder: Embedder,
+    passage_vectors: CachedVectors,
+    query_embedding: np.ndarray,
+    context_candidates: list[Candidate],
+    answer_pool: str = "narrow",  # the variant (graph config)
+) -> SentenceRanker | None:
+    """With `answer_pool=nearest`, how close the embedding model puts each sentence (under its heading) to the
+    question: the pool adds the closest sentences whatever their coverage (pipelines/answering/extractive.py);
+    English questions only, as the vector rankers it joins. None otherwise: the pool is chosen by coverage alone."""
+    if answer_pool != "nearest" or guardrail_language.language != "en":
+        return None
+    headings = unit_headings([c.chunk for c in context_candidates])
+    return closeness(partial(passage_vectors.vectors, embedder), query_embedding, headings)
+
+
 @config.when(sentence_ranker="asked")
 def answer_sentence_ranker__asked(
     reranker: CrossEncoderReranker, guardrail_language: LanguageGuess
@@ -210,6 +227,7 @@ def draft_answer__extractive(
     answer_gate_ranker: SentenceRanker | None,
     answer_words: Analyzer,
     guardrail_language: LanguageGuess,
+    answer_closeness: SentenceRanker | None,
     sentence_ranker: str = "lexical",  # the variant (graph config)
     answer_scope: str = "passages",  # the variant (graph config)
     answer_span: str = "extended",  # the variant (graph config)
@@ -235,6 +253,7 @@ def _extractive_draft(
     answer_gate_ranker: SentenceRanker | None,
     answer_words: Analyzer,
     guardrail_language: LanguageGuess,
+    answer_closeness: SentenceRanker | None,
     sentence_ranker: str = "lexical",  # the variant (graph config)
     answer_scope: str = "passages",  # the variant (graph config)
     answer_span: str = "extended",  # the variant (graph config)
@@ -277,6 +296,7 @@ def _extractive_draft(
             asks=answer_asks,
             subject=answer_subject == "term",
             chooser=chooser,
+            closeness=answer_closeness,
         )
     gate = None
     if answer_gate_ranker is not None and text:
@@ -424,6 +444,7 @@ def draft_answer__litellm(
     answer_gate_ranker: SentenceRanker | None,
     guardrail_language: LanguageGuess,
     sentence_ranker: str,
+    answer_closeness: SentenceRanker | None,
     llm_answer: str = "write",  # the variant (graph config)
     # The extractive answer's variants (graph config), for the fallback to answer as the request chose.
     answer_scope: str = "passages",

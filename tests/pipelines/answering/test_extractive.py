@@ -15,8 +15,9 @@ from evals.answers import quoted_in, statements
 from pipelines.adapters.embedders import load_embedder
 from pipelines.answering.citations import markers, validate
 from pipelines.answering.crag import knowledge_strips
-from pipelines.answering.extractive import extract_answer, marked_units, score_sentences
+from pipelines.answering.extractive import NEAREST, extract_answer, marked_units, nearest, score_sentences
 from pipelines.answering.passage_units import prose_units
+from pipelines.answering.sentence_vectors import closeness
 from pipelines.answering.verification import check_citations
 from pipelines.documents import Chunk, Document
 from pipelines.ingestion.chunkers import chunk_document
@@ -558,9 +559,44 @@ def test_pool_wide_lets_the_ranker_read_a_sentence_sharing_few_of_the_question_w
     try:
         extract_answer(question, [chunk], words=words, ranker=ranker, pool="everything")
     except ValueError as error:
-        assert "narrow, wide" in str(error)
+        assert "narrow, wide, nearest" in str(error)
     else:
         raise AssertionError("an unknown pool was accepted")
+
+
+def test_pool_nearest_adds_the_sentences_the_embedding_model_puts_closest() -> None:
+    chunk = page_chunks(0, UPLOADS)[0]
+    words = analyzer("snowball")
+    cross_encoder = CrossEncoderReranker("ms-marco-MiniLM-L-12-v2-int8").scores
+    embedder = load_embedder("bge-small-en-v1.5-int8")
+    question = "How large may an uploaded file be?"
+    near = closeness(embedder.embed_passages, embedder.embed_query(question), {})
+    coverage = {s.text: s.score for s in score_sentences(question, [chunk], words=words)}
+    limit = next(text for text in coverage if "10 MB" in text)
+    read: list[str] = []
+
+    def ranker(question: str, texts: Sequence[str]) -> Sequence[float]:
+        read.extend(texts)
+        return cross_encoder(question, texts)
+
+    narrow, _ = extract_answer(question, [chunk], words=words, ranker=ranker, pool="narrow", closeness=near)
+    assert limit not in read and "10 MB" not in narrow  # its coverage is below the minimum
+    assert coverage[limit] < 0.15 <= max(coverage.values())
+    read.clear()
+    widened, _ = extract_answer(question, [chunk], words=words, ranker=ranker, pool="nearest", closeness=near)
+    assert limit in read and "10 MB" in widened
+    assert_released_quoted_and_supported(widened, chunk)
+    # At most `NEAREST` sentences join the pool, the closest first.
+    added = nearest(
+        question,
+        [s for s in score_sentences(question, [chunk], words=words) if s.score >= 0.15],
+        score_sentences(question, [chunk], words=words),
+        near,
+    )
+    assert len(added) <= NEAREST and limit in [s.text for s in added]
+    # Nothing reaching the minimum is still no answer, however near a sentence is.
+    other = "Which colours can a theme use?"
+    assert extract_answer(other, [chunk], words=words, ranker=ranker, pool="nearest", closeness=near) == ("", [])
 
 
 LIMIT = """# Forms
