@@ -448,6 +448,14 @@ class Settings(BaseSettings):
         "times as long (8-13 sentence texts a chunk; docs/benchmarks.md). Off: they are embedded at query time. Only with a "
         "`RAGLINE_SENTENCE_RANKER` that reads vectors, and only where the query server reads the build's data dir.",
     )
+    answer_value: Literal["off", "asked"] = Field(
+        "off",
+        description=(
+            "When a question asks only for a value (a default, a port, a number, a version, a status code) and no "
+            "sentence of the extractive answer holds one the question does not name, the reply is `no_answer` "
+            "(`asked`): the passages name what was asked about without giving its value."
+        ),
+    )
     answer_gate: Literal["off", "cross_encoder"] = Field(
         "off",
         description="Whether an extractive answer is checked for answering the question before it is said: "

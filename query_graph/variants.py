@@ -44,6 +44,7 @@ VARIANT_NODES: tuple[str, ...] = (
     "answer_blocks",
     "answer_asks",
     "answer_subject",
+    "answer_value",
     "answer_gate",
     "answer_analyzer",
     "verify",

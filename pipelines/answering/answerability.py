@@ -24,9 +24,16 @@ from __future__ import annotations
 from collections.abc import Sequence
 from dataclasses import dataclass
 
-from pipelines.answering.extractive import SentenceRanker
+from pipelines.answering.asked import asked_kinds, holds_kind
+from pipelines.answering.extractive import ScoredSentence, SentenceRanker
+from pipelines.answering.passage_units import CODE_SPAN, block_readings, plain
+from pipelines.documents import Chunk
+from pipelines.text.asks import split_asks
 
 MIN_LOGIT = -4.0
+# `answer_value=asked`: the kinds of value a question may ask for alone (pipelines/answering/asked.py `asked_kinds`)
+# and be declined when the answer holds none of them.
+VALUE_KINDS = frozenset({"default", "port", "number", "version", "status"})
 
 
 @dataclass(frozen=True)
@@ -37,9 +44,13 @@ class GateVerdict:
     best_score: float | None = None  # the cross-encoder's best logit; None when the gate read nothing
     best_sentence: str | None = None
     read: int = 0  # sentences the cross-encoder read
+    missing_value: tuple[str, ...] = ()  # `answer_value`: the kinds asked for that no sentence of the answer holds
 
     def as_reply(self) -> dict[str, object]:
-        return {"answers": self.answers, "best_score": self.best_score, "sentences_read": self.read}
+        reply: dict[str, object] = {"answers": self.answers, "best_score": self.best_score, "sentences_read": self.read}
+        if self.missing_value:
+            reply["missing_value"] = list(self.missing_value)
+        return reply
 
 
 OPEN = GateVerdict(True)  # the gate is off, or had nothing to read
@@ -56,3 +67,33 @@ def judged(
     scores = [float(s) for s in ranker(question, texts)]
     best = max(range(len(texts)), key=lambda i: scores[i])
     return GateVerdict(scores[best] >= min_logit, round(scores[best], 3), texts[best], len(texts))
+
+
+def value_asked(question: str) -> frozenset[str]:
+    """The kinds of value the question asks for when it asks for nothing else (a default, a port, a number, a
+    version, a status code: `VALUE_KINDS`), each of its asks (`split_asks`) read alone; empty for any question one of
+    whose asks asks how, which, whether or where, or nothing the patterns read."""
+    kinds: set[str] = set()
+    for ask in split_asks(question) or [question]:
+        found = asked_kinds(ask)
+        if not found or not found <= VALUE_KINDS:
+            return frozenset()
+        kinds |= found
+    return frozenset(kinds)
+
+
+def value_held(question: str, used: Sequence[ScoredSentence], chunks: Sequence[Chunk]) -> GateVerdict:
+    """`answer_value=asked`: the verdict on an answer to a question that asks only for a value. Open when the
+    question asks for something else too, or some quoted sentence (read with the block it introduces) holds a
+    value of an asked kind that the question does not name (`holds_kind`); closed, naming the kinds, otherwise: the
+    passages name what was asked about without giving its value."""
+    kinds = value_asked(question)
+    if not kinds or not used:
+        return OPEN
+    for s in used:
+        text = chunks[s.rank - 1].generation_text
+        reading = block_readings(text).get(s.text, s.text)
+        codes = [c for c in (m.group(2) for m in CODE_SPAN.finditer(text)) if plain(c) in s.text or c in s.text]
+        if any(holds_kind(k, reading, question, codes, reading != s.text) for k in kinds):
+            return OPEN
+    return GateVerdict(False, missing_value=tuple(sorted(kinds)))

@@ -236,6 +236,7 @@ def draft_answer__extractive(
     answer_blocks: str = "read",  # the variant (graph config)
     answer_asks: str = "each",  # the variant (graph config)
     answer_subject: str = "off",  # the variant (graph config)
+    answer_value: str = "off",  # the variant (graph config)
 ) -> Draft:
     """`sentence_ranker` (the graph's config): `asked` chooses the sentences by what the question asks
     (pipelines/answering/asked.py); otherwise `answer_sentence_ranker` orders them (None: by coverage).
@@ -262,6 +263,7 @@ def _extractive_draft(
     answer_blocks: str = "read",  # the variant (graph config)
     answer_asks: str = "each",  # the variant (graph config)
     answer_subject: str = "off",
+    answer_value: str = "off",
     chooser: Chooser | None = None,
 ) -> Draft:
     """The extractive answer (`draft_answer__extractive`); `chooser` picks its first sentence among the sentence
@@ -303,6 +305,10 @@ def _extractive_draft(
         gate = answerability.judged(question, [s.text for s in used], answer_gate_ranker)
         if not gate.answers:
             text = ""
+    if answer_value == "asked" and text:
+        held = answerability.value_held(question, used, chunks)
+        if not held.answers:
+            gate, text = held, ""
     return Draft(text, "extractive", "answer" if text else "no_answer", sentence_ranker=ranker, gate=gate)
 
 
@@ -454,6 +460,7 @@ def draft_answer__litellm(
     answer_blocks: str = "read",
     answer_asks: str = "each",
     answer_subject: str = "off",
+    answer_value: str = "off",
 ) -> Draft:
     """`llm_answer=quote`: the model chooses which numbered sentences to quote (`_quoted_draft`). Otherwise stream the model's JSON reply (pipelines/answering/litellm_generator.py): each sentence with the passages
     it cites, released the moment its object closes and its citations pass verification. A sentence none of
