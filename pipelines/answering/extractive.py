@@ -319,20 +319,20 @@ def extract_answer(
     own_only = True
     readings = {u: r for c in chunks for u, r in block_readings(c.generation_text).items()} if blocks else {}
 
-    every: list[ScoredSentence] = []
+    every: list[ScoredSentence] = []  # the question's scores of every sentence read, whatever their coverage
 
-    def score(text: str, own: bool, floor: float | None = None) -> list[ScoredSentence]:
+    def score(text: str, own: bool, floor: float | None = None, keep: bool = False) -> list[ScoredSentence]:
         found = score_sentences(text, chunks, own_only=own, words=words, language=language, readings=readings)
-        if text == question:
+        if keep:
             every[:] = found
         if floor is not None and any(s.score >= min_score for s in found):
             return [s for s in found if s.score >= floor]
         return [s for s in found if s.score >= min_score]
 
-    scored = once(score(question, True, pool_floor))  # a sentence a page writes twice is said once
+    scored = once(score(question, True, pool_floor, keep=True))  # a sentence a page writes twice is said once
     if not scored and any(c.context_text is not None for c in chunks):
         own_only = False
-        scored = once(score(question, False, pool_floor))
+        scored = once(score(question, False, pool_floor, keep=True))
     extra: list[ScoredSentence] = []
     if pool == "nearest" and ranker is not None and closeness is not None and scored:
         extra = nearest(question, scored, once(every), closeness, pool_size, readings)
