@@ -28,6 +28,11 @@ arm's verdicts (a declined answer counts as wrong) and how often the second arm 
     python -m evals.readings blind attrs.sentence=a.json attrs.extended=b.json --golden G.jsonl \
         --out items.jsonl --key key.json --readers 2 [--differing]
     python -m evals.readings unblind key.json items.1.jsonl items.2.jsonl --out-dir readings/
+
+A second reader of the same answers (the same items, read without the first reader's verdicts) says how firm a
+reading is: `agree` counts the verdicts both give and Cohen's kappa.
+
+    python -m evals.readings agree readings/a.default.jsonl second/a.default.jsonl
 """
 
 from __future__ import annotations
@@ -262,6 +267,29 @@ def unblind(
     return readings, tally
 
 
+def agreement(first: dict[str, Reading], second: dict[str, Reading]) -> dict[str, Any]:
+    """How two readings of the same answers agree: over the answers both read (the same id and the same words),
+    each reader's verdict counts, how many verdicts are the same, the table of verdict pairs (first -> second) and
+    Cohen's kappa (agreement beyond what the two readers' own verdict shares give by chance; 1 is full agreement, 0
+    no better than chance). A figure read by one reader is only as firm as this."""
+    shared = sorted(i for i in first if i in second and first[i].answer_sha256 == second[i].answer_sha256)
+    pairs = [(first[i].verdict, second[i].verdict) for i in shared]
+    n = len(pairs)
+    same = sum(a == b for a, b in pairs)
+    counts = {who: {v: sum(p[k] == v for p in pairs) for v in VERDICTS} for k, who in enumerate(("first", "second"))}
+    chance = sum(counts["first"][v] * counts["second"][v] for v in VERDICTS) / (n * n) if n else 0.0
+    kappa = (same / n - chance) / (1 - chance) if n and chance < 1 else None
+    return {
+        "answers": n,
+        "same_verdict": same,
+        "counts": counts,
+        "pairs": {f"{a}->{b}": sum(p == (a, b) for p in pairs) for a in VERDICTS for b in VERDICTS},
+        "kappa": round(kappa, 3) if kappa is not None else None,
+        "only_one_read": len(set(first) ^ set(second))
+        + sum(first[i].answer_sha256 != second[i].answer_sha256 for i in first if i in second),
+    }
+
+
 def _jsonl(rows: list[dict[str, Any]]) -> str:
     return "".join(json.dumps(row, ensure_ascii=False) + "\n" for row in rows)
 
@@ -286,8 +314,14 @@ def main(argv: Sequence[str] | None = None) -> int:
     back.add_argument("key")
     back.add_argument("items", nargs="+", help="the filled-in items files")
     back.add_argument("--out-dir", required=True)
+    agree = actions.add_parser("agree", help="how two readings of the same answers agree (Cohen's kappa)")
+    agree.add_argument("first")
+    agree.add_argument("second")
     args = parser.parse_args(argv)
     try:
+        if args.action == "agree":
+            print(json.dumps(agreement(load_readings(Path(args.first)), load_readings(Path(args.second))), indent=2))
+            return 0
         if args.action == "blind":
             return _blind(args)
         if args.action == "unblind":

@@ -8,7 +8,17 @@ from typing import Any
 
 import pytest
 
-from evals.readings import ReadingError, answer_digest, blind_items, load_readings, main, score, unblind
+from evals.readings import (
+    Reading,
+    ReadingError,
+    agreement,
+    answer_digest,
+    blind_items,
+    load_readings,
+    main,
+    score,
+    unblind,
+)
 from pipelines.golden_sets import GoldenQuestion, half_of
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -167,3 +177,20 @@ def test_blind_reading_of_the_differing_answers_only_tallies_the_same() -> None:
     assert tally["set"]["differing"] == 2 and tally["set"]["second_better"] == 1 and tally["set"]["same"] == 1
     every, _ = blind_items({"set.base": base, "set.variant": variant}, golden, seed=3)
     assert len(every[0]) == 4  # without it, q-1's one answer is read too
+
+
+def test_two_readers_agreement_counts_the_answers_both_read_and_kappa(tmp_path: Path) -> None:
+    def reading(rows: list[tuple[str, str, str]]) -> dict[str, Reading]:
+        path = tmp_path / f"r{len(list(tmp_path.iterdir()))}.jsonl"
+        path.write_text("".join(json.dumps({"id": i, "answer_sha256": h, "verdict": v}) + "\n" for i, h, v in rows))
+        return load_readings(path)
+
+    first = reading([("a", "1", "correct"), ("b", "2", "wrong"), ("c", "3", "partial"), ("d", "4", "correct")])
+    second = reading([("a", "1", "correct"), ("b", "2", "partial"), ("c", "3", "partial"), ("d", "9", "wrong")])
+    found = agreement(first, second)
+    # d's words differ between the two readings: not the same answer, so not compared.
+    assert found["answers"] == 3 and found["same_verdict"] == 2 and found["only_one_read"] == 1
+    assert found["pairs"]["wrong->partial"] == 1 and found["counts"]["second"]["partial"] == 2
+    # observed 2/3; chance (1*1 + 1*2 + 1*0) / 9 = 1/3; kappa (2/3 - 1/3) / (2/3) = 0.5
+    assert found["kappa"] == 0.5
+    assert agreement(first, first)["kappa"] == 1.0
