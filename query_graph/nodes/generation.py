@@ -241,7 +241,9 @@ def draft_answer__extractive(
     """`sentence_ranker` (the graph's config): `asked` chooses the sentences by what the question asks
     (pipelines/answering/asked.py); otherwise `answer_sentence_ranker` orders them (None: by coverage).
     `answer_gate_ranker`: when given, the chosen sentences must answer the question by its score
-    (pipelines/answering/answerability.py), or the reply is `no_answer`."""
+    (pipelines/answering/answerability.py), or the reply is `no_answer`; `answer_value=asked`: a question that asks
+    only for a value must get a sentence that holds one (`value_held`), or the reply is `no_answer`.
+    `answer_closeness`: with `answer_pool=nearest`, the embedding model's closeness that widens the ranker's pool."""
     return _extractive_draft(**locals())
 
 
