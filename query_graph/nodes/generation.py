@@ -227,7 +227,7 @@ def draft_answer__extractive(
     answer_gate_ranker: SentenceRanker | None,
     answer_words: Analyzer,
     guardrail_language: LanguageGuess,
-    answer_closeness: SentenceRanker | None,
+    answer_closeness: SentenceRanker | None = None,  # the `nearest` pool's closeness (None: not read)
     sentence_ranker: str = "lexical",  # the variant (graph config)
     answer_scope: str = "passages",  # the variant (graph config)
     answer_span: str = "extended",  # the variant (graph config)
@@ -256,7 +256,7 @@ def _extractive_draft(
     answer_gate_ranker: SentenceRanker | None,
     answer_words: Analyzer,
     guardrail_language: LanguageGuess,
-    answer_closeness: SentenceRanker | None,
+    answer_closeness: SentenceRanker | None = None,  # the `nearest` pool's closeness (None: not read)
     sentence_ranker: str = "lexical",  # the variant (graph config)
     answer_scope: str = "passages",  # the variant (graph config)
     answer_span: str = "extended",  # the variant (graph config)
@@ -452,7 +452,7 @@ def draft_answer__litellm(
     answer_gate_ranker: SentenceRanker | None,
     guardrail_language: LanguageGuess,
     sentence_ranker: str,
-    answer_closeness: SentenceRanker | None,
+    answer_closeness: SentenceRanker | None = None,  # the `nearest` pool's closeness (None: not read)
     llm_answer: str = "write",  # the variant (graph config)
     # The extractive answer's variants (graph config), for the fallback to answer as the request chose.
     answer_scope: str = "passages",
