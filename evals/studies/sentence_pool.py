@@ -322,23 +322,27 @@ def cross_readings(rows: Sequence[dict[str, Any]], scores: Callable[[str, list[s
 
 
 def _summed(
-    row: dict[str, Any], readings: Sequence[str], boost: Callable[[dict[str, Any]], float] | None = None
+    row: dict[str, Any],
+    readings: Sequence[str],
+    boost: Callable[[dict[str, Any]], float] | None = None,
+    pool: Sequence[dict[str, Any]] | None = None,
 ) -> list[float]:
-    """The default ranker's order rebuilt from `readings` (each a z-score over the pool of 12); outside it, -1e9."""
-    pool = [c for c in row["pool"] if c["in_pool"]]
-    if not pool:
+    """The default ranker's order rebuilt from `readings`, each a z-score over `pool` (default: the pool of 12);
+    outside it, -1e9."""
+    chosen: list[dict[str, Any]] = [c for c in row["pool"] if c["in_pool"]] if pool is None else list(pool)
+    if not chosen:
         return [-1e9 for _ in row["pool"]]
-    summed = np.zeros(len(pool))
+    summed = np.zeros(len(chosen))
     for key in readings:
-        values = [c.get(key) for c in pool]
+        values: list[Any] = [c.get(key) for c in chosen]
         if key == "passage_score":
             known = [v for v in values if v is not None]
             values = [v if v is not None else (min(known) if known else 0.0) for v in values]
         summed += np.asarray(_z([float(v) for v in values]))
     if boost is not None:
-        summed += np.asarray([boost(c) for c in pool])
-    by_text = {c["text"]: float(v) for c, v in zip(pool, summed, strict=True)}
-    return [by_text.get(c["text"], -1e9) if c["in_pool"] else -1e9 for c in row["pool"]]
+        summed += np.asarray([boost(c) for c in chosen])
+    by_text = {c["text"]: float(v) for c, v in zip(chosen, summed, strict=True)}
+    return [by_text.get(c["text"], -1e9) for c in row["pool"]]
 
 
 def replay(rows: Sequence[dict[str, Any]]) -> dict[str, Any]:
@@ -376,15 +380,7 @@ def _widened_order(row: dict[str, Any], nearest: int) -> list[float]:
     if not pool:
         return [-1e9 for _ in row["pool"]]
     outside = sorted((c for c in row["pool"] if not c["in_pool"]), key=lambda c: -c["cosine"])[:nearest]
-    chosen = [*pool, *outside]
-    known = [c["passage_score"] for c in chosen if c["passage_score"] is not None]
-    floor = min(known) if known else 0.0
-    summed = np.zeros(len(chosen))
-    for key in ("cross_encoder", "cosine", "passage_score"):
-        values = [floor if c[key] is None else float(c[key]) for c in chosen]
-        summed += np.asarray(_z(values))
-    by_text = {c["text"]: float(v) for c, v in zip(chosen, summed, strict=True)}
-    return [by_text.get(c["text"], -1e9) for c in row["pool"]]
+    return _summed(row, ("cross_encoder", "cosine", "passage_score"), pool=[*pool, *outside])
 
 
 def nearest(rows: Sequence[dict[str, Any]], widths: Sequence[int] = (0, 2, 4, 6)) -> dict[str, Any]:

@@ -151,21 +151,20 @@ class SentenceUnitsCache:
     def _build(
         self, version: str, index: VectorIndex, strategy: str | None, embedder: Embedder
     ) -> SentenceTable | None:
-        language = None  # every language of the index: one table, each lane reads its own chunks
-        chunks = index.scroll_chunks(strategy, language)
+        chunks = index.scroll_chunks(strategy, None)  # every language of the index: each lane reads its own chunks
         fingerprint = embedder.fingerprint.digest  # type: ignore[attr-defined]
         cache = EmbeddingCache.reader(self.cache_path, fingerprint, embedder.dimension, timeout=5.0)
         if not chunks or cache is None:
-            log.warning("dense_sentences_unavailable", version=version, language=language, cache=str(self.cache_path))
+            log.warning("dense_sentences_unavailable", version=version, cache=str(self.cache_path))
             return None
         try:
             table, counts = build_table(chunks, self.texts_of, cache)
         finally:
             cache.close()
         if table is None:
-            log.warning("dense_sentences_unavailable", version=version, language=language, **counts)
+            log.warning("dense_sentences_unavailable", version=version, **counts)
         else:
-            log.info("dense_sentences_built", version=version, strategy=strategy, language=language, **counts)
+            log.info("dense_sentences_built", version=version, strategy=strategy, **counts)
         return table
 
 
