@@ -41,7 +41,8 @@ SETS = {"alembic": "al", "coverage": "cv", "markdown": "md", "werkzeug": "wz", "
         "requests": "rq", "pygments": "py", "cherrypy": "cp", "djangorestframework": "df",
         "eventlet": "ev", "wtforms": "wt", "mongoengine": "me", "testfixtures": "tf",
         "django-extensions": "dx", "agate": "ag", "pygit2": "gt",
-        "django-channels": "dc", "kitchen": "ki", "pynacl": "na"}  # fmt: skip
+        "django-channels": "dc", "kitchen": "ki", "pynacl": "na",
+        "gevent": "gv", "sqlobject": "so", "lxml": "lx"}  # fmt: skip
 
 TYPES = {"single-fact", "paraphrase", "identifier", "list", "comparison", "multi-page", "false-premise",
          "unanswerable", "off-topic", "vague"}  # fmt: skip
