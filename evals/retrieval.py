@@ -19,6 +19,7 @@ from evals.golden import HALVES, GoldenQuestion, evidence_at, evidence_rank, hal
 from evals.stats import latency_summary, mean
 from evals.studies.search_modes import SearchSetup, check_modes, run_mode
 from pipelines.ports import Embedder
+from pipelines.retrieval.expansion import expanded_embedding
 
 log = structlog.get_logger(__name__)
 
@@ -92,12 +93,19 @@ class RetrievalRun:
     outcomes: dict[str, list[QuestionOutcome]]
     half: str = "all"  # the `--half` the run was restricted to
     halves: tuple[str, ...] = HALVES  # the halves reported beside the figures over every question run
+    expansions: dict[str, str] = field(default_factory=dict)  # `query_expansion=passage`: each question's passage
+    expansion_ms: list[float] = field(default_factory=list)  # writing and embedding each passage
 
     def report(self) -> dict[str, Any]:
         """The contract JSON: `modes` over every question run, `halves` the same blocks per half."""
         return {
             "index": self.index,
             "query_embedding_ms": latency_summary(self.embedding_ms),
+            **(
+                {"query_expansion_ms": latency_summary(self.expansion_ms), "expansions": self.expansions}
+                if self.expansion_ms
+                else {}
+            ),
             "modes": {mode: summarise(outs) for mode, outs in self.outcomes.items()},
             "half": self.half,
             "halves": {
@@ -127,13 +135,23 @@ def evaluate_retrieval(
         raise ValueError("no golden question expects an answer: nothing to score")
     embedding_ms: list[float] = []
     outcomes: dict[str, list[QuestionOutcome]] = {m: [] for m in modes}
+    expansions: dict[str, str] = {}
+    expansion_ms: list[float] = []
     for number, question in enumerate(chosen, start=1):
         started = time.perf_counter()
         vector = embedder.embed_query(question.question)
         embedding_ms.append((time.perf_counter() - started) * 1000)
+        passage = ""
+        if setup.expand is not None:  # `query_expansion=passage`: the model's passage, written once for every mode
+            started = time.perf_counter()
+            passage = setup.expand(question.question)
+            if passage:
+                vector = expanded_embedding(vector, embedder.embed_passages([passage])[0])
+            expansion_ms.append((time.perf_counter() - started) * 1000)
+            expansions[question.id] = passage
         for mode in modes:
-            result = run_mode(mode, question.question, vector, setup, DEPTH)
+            result = run_mode(mode, question.question, vector, setup, DEPTH, passage)
             outcomes[mode].append(score_question(question, result.chunks, result.ms))
         if number % 10 == 0:
             log.info("eval_retrieval_progress", done=number, of=len(chosen))
-    return RetrievalRun(index_info, embedding_ms, outcomes, half, halves)
+    return RetrievalRun(index_info, embedding_ms, outcomes, half, halves, expansions, expansion_ms)

@@ -342,6 +342,15 @@ class Settings(BaseSettings):
             "(pipelines/retrieval/retriever.py `asked`); off: one search for the whole question."
         ),
     )
+    query_expansion: Literal["off", "passage"] = Field(
+        "off",
+        description=(
+            "passage: the generator's language model writes the passage the documentation might hold in answer, "
+            "and both retrievers search with it beside the question (pipelines/retrieval/expansion.py; a model that "
+            "fails leaves the question's own search); off: the question alone. The model is the generator's (`RAGLINE_LLM_*`, "
+            "or the packaged one with `generator=local`), whatever the generator."
+        ),
+    )
     passages_per_page: int = Field(
         0,
         ge=0,

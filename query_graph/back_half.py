@@ -120,7 +120,7 @@ class BackHalf:
         )
         if variants["rerank"] != "none" or reads_sentences:
             inputs["reranker"] = self.reranker()  # RerankUnavailable when its file is missing or altered
-        uses_model = variants["follow_up_rewrite"] == "llm"
+        uses_model = variants["follow_up_rewrite"] == "llm" or variants["query_expansion"] != "off"
         if uses_model or variants["generator"] == "litellm" or variants["verify"] in ("llm", "llm_score"):
             inputs["llm_harness"] = self.harness()
         if variants["generator"] == "litellm":

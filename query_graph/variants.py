@@ -25,6 +25,7 @@ VARIANT_NODES: tuple[str, ...] = (
     "bridge_hop",
     "distinct_passages",
     "sub_queries",
+    "query_expansion",
     "dense_hubness",
     "dense_sentences",
     "release_notes",

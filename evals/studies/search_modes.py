@@ -70,6 +70,7 @@ class SearchSetup:
     release_notes: bool = False  # changelog hits wait unless the question asks about releases (`release_notes=defer`)
     sentences: SentenceUnits | None = None  # dense hits ordered by their chunks' sentences too (`dense_sentences`)
     sentence_combine: str = "off"
+    expand: Callable[[str], str] | None = None  # writes a question's passage (`query_expansion=passage`); None: off
 
     originals: OriginalsCache = field(default_factory=OriginalsCache)
     bm25_memory: MemoryBM25Cache = field(default_factory=MemoryBM25Cache)  # the feedback's term statistics
@@ -171,18 +172,23 @@ def check_modes(modes: Sequence[str], setup: SearchSetup) -> None:
         raise ValueError(f"unknown fusion {setup.fusion!r}; known: {list(fusion.FUSIONS)}")
 
 
-def _search(mode: str, question: str, question_vector: np.ndarray, setup: SearchSetup, depth: int) -> list[Chunk]:
-    """The mode's chunks, found as the query graph's retrieval finds them (its `RetrievalPlan`)."""
-    return [c.chunk for c in setup.plan(mode, question, depth).search(question, question_vector)]
+def _search(
+    mode: str, question: str, question_vector: np.ndarray, setup: SearchSetup, depth: int, expansion: str = ""
+) -> list[Chunk]:
+    """The mode's chunks, found as the query graph's retrieval finds them (its `RetrievalPlan`); with a written
+    passage, `question_vector` is the expanded one (pipelines/retrieval/expansion.py)."""
+    return [c.chunk for c in setup.plan(mode, question, depth).search(question, question_vector, expansion)]
 
 
-def run_mode(mode: str, question: str, question_vector: np.ndarray, setup: SearchSetup, limit: int) -> ModeResult:
+def run_mode(
+    mode: str, question: str, question_vector: np.ndarray, setup: SearchSetup, limit: int, expansion: str = ""
+) -> ModeResult:
     started = time.perf_counter()
     if mode in ("dense", "bm25", "hybrid"):
-        chunks = _search(mode, question, question_vector, setup, limit)
+        chunks = _search(mode, question, question_vector, setup, limit, expansion)
     elif mode == "hybrid+rerank":
         assert setup.rerank is not None
-        pool = _search("hybrid", question, question_vector, setup, max(limit, setup.rerank_depth))
+        pool = _search("hybrid", question, question_vector, setup, max(limit, setup.rerank_depth), expansion)
         head, tail = pool[: setup.rerank_depth], pool[setup.rerank_depth :]
         scores = list(setup.rerank(question, head)) if head else []
         chunks = [head[i] for i in reranked_order(scores, setup.rerank_order)] + tail

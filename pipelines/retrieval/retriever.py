@@ -29,6 +29,7 @@ from pipelines.guardrails.screen import GuardrailPolicy, question_language, read
 from pipelines.ports import Embedder, Ranked, StoreUnavailable, VectorIndex
 from pipelines.retrieval.bm25 import MemoryBM25, MemoryBM25Cache
 from pipelines.retrieval.bridge_hop import asks_two, second_hop
+from pipelines.retrieval.expansion import expanded_terms
 from pipelines.retrieval.feedback import Feedback
 from pipelines.retrieval.fusion import HEADS
 from pipelines.retrieval.hubness import Hubness, HubnessCache, penalised
@@ -130,10 +131,19 @@ class RetrievalPlan:
             self.index_version, self.vector_index, self.strategy, lane.language, self.bm25_analyzer
         )
 
-    def sparse(self, question: str) -> list[list[Ranked]]:
-        return [self._sparse(question, lane) if lane.lexical else [] for lane in self.lanes]
+    def sparse(self, question: str, expansion: str = "") -> list[list[Ranked]]:
+        """Each lane's BM25 list; with a written passage (`expansion`, pipelines/retrieval/expansion.py) its
+        terms join the question's at a lower weight."""
+        return [self._sparse(question, lane, expansion) if lane.lexical else [] for lane in self.lanes]
 
-    def _sparse(self, question: str, lane: Lane) -> list[Ranked]:
+    def _sparse(self, question: str, lane: Lane, expansion: str = "") -> list[Ranked]:
+        if expansion:
+            weights = expanded_terms(question, expansion, self.bm25_analyzer, lane.analysis_language)
+            if self.bm25_engine == "memory":
+                hits = self._engine(lane).search_weighted(weights, self.candidates)
+                return [Ranked(chunk_key(h.chunk.chunk_id), h.score) for h in hits]
+            vector = analysis.weighted_query_vector(weights)
+            return self.vector_index.sparse_ranked(vector, self.candidates, self.strategy, lane.language)
         if self.bm25_engine == "memory":
             engine = self._engine(lane)
             hits = engine.search(question, self.candidates, lane.analysis_language)
@@ -291,16 +301,17 @@ class RetrievalPlan:
             raise ValueError("this retrieval plan has no embedder: give it the question's embedding (`search`)")
         return self.embedder.embed_query(question)
 
-    def search(self, question: str, embedding: np.ndarray | None) -> list[Candidate]:
+    def search(self, question: str, embedding: np.ndarray | None, expansion: str = "") -> list[Candidate]:
         """A retrieval pass for a question already embedded (the evaluations embed a question once for
-        every mode they compare); `embedding` may be None for `bm25`."""
+        every mode they compare); `embedding` may be None for `bm25`. With a written passage (`expansion`) the
+        embedding is the expanded one and BM25 reads the passage's terms too (feedback is not applied then)."""
         if self.retrieval != "bm25" and embedding is None:
             raise ValueError(f"{self.retrieval} retrieval needs the question's embedding")
         dense = self.dense(embedding) if embedding is not None and self.retrieval != "bm25" else []
-        if self.retrieval == "hybrid":
+        if self.retrieval == "hybrid" and not expansion:
             sparse = self.sparse_with_feedback(question, dense)
         else:
-            sparse = self.sparse(question) if self.retrieval != "dense" else []
+            sparse = self.sparse(question, expansion) if self.retrieval != "dense" else []
         order = self.sentences_ranked(dense, embedding)
         return self.bridged(question, self.asked(question, self.fused(dense, sparse, question, order)))
 

@@ -11,16 +11,21 @@ CRAG can run the whole retrieval again for a rewritten query without a second gr
 from __future__ import annotations
 
 import numpy as np
+import structlog
 from hamilton.function_modifiers import config
 
+from pipelines.adapters.llm_harness import GenerationUnavailable, LLMHarness
 from pipelines.guardrails.screen import Verdict
 from pipelines.ports import Embedder, Ranked, VectorIndex
 from pipelines.retrieval.bm25 import MemoryBM25Cache
+from pipelines.retrieval.expansion import EXPANSION_TOKENS, expanded_embedding, written_passage
 from pipelines.retrieval.hubness import HubnessCache
 from pipelines.retrieval.language_lanes import Lane, lanes
 from pipelines.retrieval.retriever import Candidate, RetrievalPlan, build_plan
 from pipelines.retrieval.sentence_units import SentenceUnitsCache
 from pipelines.retrieval.translations import OriginalsCache
+
+log = structlog.get_logger(__name__)
 
 
 def retrieval_plan(
@@ -116,30 +121,62 @@ def query_embedding(question: str, embedder: Embedder) -> np.ndarray:
     return embedder.embed_query(question)
 
 
-def dense_hits(query_embedding: np.ndarray, retrieval_plan: RetrievalPlan) -> list[list[Ranked]]:
+@config.when(query_expansion="passage")
+def expansion_passage__passage(question: str, llm_harness: LLMHarness) -> str:
+    """The passage the language model writes in answer to the question (pipelines/retrieval/expansion.py), which
+    both retrievers search with beside the question; empty when the model is unavailable (the question's own
+    search then, never a failed query)."""
+    try:
+        return written_passage(question, lambda messages: llm_harness.complete(messages, EXPANSION_TOKENS).text)
+    except GenerationUnavailable as exc:
+        log.warning("query_expansion_unavailable", error=str(exc))
+        return ""
+
+
+@config.when(query_expansion="off")
+def expansion_passage__off() -> str:
+    return ""
+
+
+def search_embedding(query_embedding: np.ndarray, expansion_passage: str, embedder: Embedder) -> np.ndarray:
+    """The vector dense search reads: the question's, or its mean with the written passage's
+    (`query_expansion=passage`). The caches, the topic gate and the answer's sentences read the question's own."""
+    if not expansion_passage:
+        return query_embedding
+    return expanded_embedding(query_embedding, embedder.embed_passages([expansion_passage])[0])
+
+
+def dense_hits(search_embedding: np.ndarray, retrieval_plan: RetrievalPlan) -> list[list[Ranked]]:
     """One ranked list per lane."""
-    return retrieval_plan.dense(query_embedding)
+    return retrieval_plan.dense(search_embedding)
 
 
 def dense_order(
-    query_embedding: np.ndarray, dense_hits: list[list[Ranked]], retrieval_plan: RetrievalPlan
+    search_embedding: np.ndarray, dense_hits: list[list[Ranked]], retrieval_plan: RetrievalPlan
 ) -> list[list[Ranked]] | None:
     """The dense lists as fusion orders them when chunks are also read by their sentences (`dense_sentences=max|mean`,
     pipelines/retrieval/sentence_units.py); None: the store's lists (`off`)."""
-    return retrieval_plan.sentences_ranked(dense_hits, query_embedding)
+    return retrieval_plan.sentences_ranked(dense_hits, search_embedding)
 
 
-def bm25_hits(question: str, retrieval_plan: RetrievalPlan) -> list[list[Ranked]]:
-    """One ranked list per lane (empty for a lane BM25 does not search)."""
-    return retrieval_plan.sparse(question)
+def bm25_hits(question: str, retrieval_plan: RetrievalPlan, expansion_passage: str = "") -> list[list[Ranked]]:
+    """One ranked list per lane (empty for a lane BM25 does not search); the written passage's terms join the
+    question's at a lower weight (`query_expansion=passage`)."""
+    return retrieval_plan.sparse(question, expansion_passage)
 
 
 @config.when(bm25_feedback="on")
 def feedback_bm25_hits__on(
-    question: str, dense_hits: list[list[Ranked]], retrieval_plan: RetrievalPlan
+    question: str,
+    dense_hits: list[list[Ranked]],
+    retrieval_plan: RetrievalPlan,
+    expansion_passage: str = "",
 ) -> list[list[Ranked]]:
     """BM25 for the question expanded by the top dense chunks' heaviest terms, one list per lane: in a
-    hybrid retrieval it takes the place of `bm25_hits` (one BM25 search either way)."""
+    hybrid retrieval it takes the place of `bm25_hits` (one BM25 search either way). With a written passage
+    (`query_expansion=passage`) the passage is the expansion instead."""
+    if expansion_passage:
+        return retrieval_plan.sparse(question, expansion_passage)
     return retrieval_plan.sparse_with_feedback(question, dense_hits)
 
 

@@ -116,6 +116,26 @@ def rerank_scorer(settings: Settings) -> Any:
     return score
 
 
+def passage_writer(settings: Settings) -> Any:
+    """`query_expansion=passage`: the question -> written passage function the query graph's `query_expansion` node
+    calls (the generator's model, `RAGLINE_LLM_*`); None when off. In an evaluation a model that fails stops the
+    run (a RuntimeError) rather than measuring searches that were not expanded."""
+    if settings.query_expansion == "off":
+        return None
+    from pipelines.adapters.llm_harness import GenerationUnavailable, LLMHarness
+    from pipelines.retrieval.expansion import EXPANSION_TOKENS, written_passage
+
+    harness = LLMHarness.from_settings(settings)
+
+    def expand(question: str) -> str:
+        try:
+            return written_passage(question, lambda messages: harness.complete(messages, EXPANSION_TOKENS).text)
+        except GenerationUnavailable as exc:
+            raise RuntimeError(f"query expansion: the language model is unavailable: {exc}") from exc
+
+    return expand
+
+
 def _write(out: str, report: dict[str, Any]) -> Path:
     """Write a report with the time it was written, which orders results on /console (`written_at`)."""
     report.setdefault("written_at", now_iso())
@@ -175,6 +195,7 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
                 index_languages=tuple(opened.version.languages),
                 language_route=args.language_route or base.language_route,
                 embedder=embedder,
+                expand=passage_writer(base),
             )
             run = evaluate_retrieval(questions, modes, embedder, setup, opened.info, args.half, _halves(args.half))
     except (ValueError, OSError, RuntimeError) as exc:  # RuntimeError: a failed build, reranker or judge
@@ -191,6 +212,7 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
     report["index"]["bridge_hop"] = f"top {setup.bridge_depth}" if setup.bridge_depth else "off"
     report["index"]["distinct_passages"] = "on" if setup.distinct else "off"
     report["index"]["sub_queries"] = "asks" if setup.sub_queries else "off"
+    report["index"]["query_expansion"] = base.query_expansion if setup.expand else "off"
     _write(args.out, report)
     return 0
 
