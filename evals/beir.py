@@ -266,9 +266,9 @@ def evaluate_beir(
     latency: dict[str, list[float]] = {m: [] for m in modes}
     for number, (query_id, relevance) in enumerate(sorted(data.qrels.items()), start=1):
         question = data.queries[query_id]
-        vector = embedder.embed_query(question)
+        vector, passage = setup.expanded(question, embedder.embed_query(question), embedder)
         for mode in modes:
-            result = run_mode(mode, question, vector, setup, DEPTH)
+            result = run_mode(mode, question, vector, setup, DEPTH, passage)
             ranked = documents_in_order(result.chunks)
             per_query[mode][query_id] = (ndcg_at_k(ranked, relevance, 10), recall_at_k(ranked, relevance, DEPTH))
             latency[mode].append(result.ms)

@@ -19,7 +19,6 @@ from evals.golden import HALVES, GoldenQuestion, evidence_at, evidence_rank, hal
 from evals.stats import latency_summary, mean
 from evals.studies.search_modes import SearchSetup, check_modes, run_mode
 from pipelines.ports import Embedder
-from pipelines.retrieval.expansion import expanded_embedding
 
 log = structlog.get_logger(__name__)
 
@@ -141,14 +140,13 @@ def evaluate_retrieval(
         started = time.perf_counter()
         vector = embedder.embed_query(question.question)
         embedding_ms.append((time.perf_counter() - started) * 1000)
-        passage = ""
         if setup.expand is not None:  # `query_expansion=passage`: the model's passage, written once for every mode
             started = time.perf_counter()
-            passage = setup.expand(question.question)
-            if passage:
-                vector = expanded_embedding(vector, embedder.embed_passages([passage])[0])
+            vector, passage = setup.expanded(question.question, vector, embedder)
             expansion_ms.append((time.perf_counter() - started) * 1000)
             expansions[question.id] = passage
+        else:
+            passage = ""
         for mode in modes:
             result = run_mode(mode, question.question, vector, setup, DEPTH, passage)
             outcomes[mode].append(score_question(question, result.chunks, result.ms))

@@ -260,12 +260,14 @@ def cmd_eval_beir(args: argparse.Namespace) -> int:
                 bm25_analyzer=base.bm25_analyzer,
                 index_languages=("en",),  # evals/beir.py indexes every abstract as English
                 embedder=load_embedder(model) if base.sub_queries == "asks" else None,
+                expand=passage_writer(base),
             )
             info = {
                 **info,
                 "qrels": str(args.qrels or Path(args.data) / "qrels" / "test.tsv"),
                 "fusion": setup.fusion,
                 "bm25_feedback": setup.feedback.label(),
+                "query_expansion": base.query_expansion,
             }
             run = evaluate_beir(data, modes, model, index, setup, info)
         finally:
