@@ -484,12 +484,13 @@ class Settings(BaseSettings):
         description="How the reply's JSON schema is sent: OpenAI's `json_schema` response format, or "
         "`json_object` with a `schema` (llama-cpp-python's server, which refuses `json_schema`).",
     )
-    llm_answer: Literal["write", "quote", "choose"] = Field(
+    llm_answer: Literal["write", "quote", "choose", "choose_or_decline"] = Field(
         "write",
         description="What the litellm generator's model does: writes each sentence with the passages it cites "
         "(`write`), chooses which of the passages' numbered sentences to quote as written (`quote`), or picks the "
         "first sentence of the extractive answer among the sentence ranker's best six (`choose`, what "
-        "`generator=local` sets unless given).",
+        "`generator=local` sets unless given), or does that with the choice of saying none answers, which makes "
+        "the reply `no_answer` (`choose_or_decline`).",
     )
     llm_context_chars: int = Field(
         1600,

@@ -18,7 +18,7 @@ from contextlib import contextmanager
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 from typing import Any
 
-from pipelines.answering.litellm_generator import CHOOSE_ASK
+from pipelines.answering.litellm_generator import CHOOSE_ASK, DECLINE_ASK
 
 _WORD = re.compile(r"[A-Za-z0-9_]+")
 _STOP = {"the", "a", "an", "is", "of", "to", "in", "on", "and", "what", "which", "how", "does", "do", "for", "it"}
@@ -57,7 +57,9 @@ def answer_for(messages: list[dict[str, str]], mode: str) -> str:
         return "yes" if words and len(words & _words(passage)) / len(words) >= 0.7 else "no"
     if prompt.startswith("Rewrite this question"):
         return " ".join(sorted(_words(prompt.split("Question:", 1)[1])))
-    if CHOOSE_ASK in prompt:  # `choose`: the listed sentence that shares most words with the question
+    if DECLINE_ASK in prompt and mode == "no_answer":  # `choose_or_decline`: no listed sentence answers
+        return json.dumps({"sentence": 0})
+    if CHOOSE_ASK in prompt or DECLINE_ASK in prompt:  # `choose`: the sentence sharing most words with the question
         question = _words(prompt.split("Question:", 1)[1].split("Sentences:", 1)[0])
         listed = re.findall(r"^\[(\d+)\] (.*)$", prompt, re.MULTILINE)
         number = max(listed, key=lambda item: (len(question & _words(item[1])), -int(item[0])))[0]

@@ -62,6 +62,11 @@ QUOTE_KINDS = ("answer", "no_answer")
 # `choose`: the study prompt of docs/decisions/llm-answer.md, word for word (a change is a new measurement).
 CHOOSE_SYSTEM = "You pick the sentence from documentation that answers a user's question. Reply with JSON only."
 CHOOSE_ASK = 'Which sentence states the answer to the question? Reply as {"sentence": <number>}.'
+# `choose_or_decline`: the same, with a way to say that no sentence answers (docs/decisions/llm-answer.md).
+DECLINE_ASK = (
+    'Which sentence states the answer to the question? Reply as {"sentence": <number>}, or {"sentence": 0} if no '
+    "sentence answers it."
+)
 
 
 @dataclass(frozen=True)
@@ -203,34 +208,35 @@ def read_quote_reply(text: str, units: int) -> tuple[str, list[int]]:
     return value["kind"], list(dict.fromkeys(numbers))
 
 
-def build_choose_messages(question: str, sentences: Sequence[str]) -> list[dict[str, str]]:
+def build_choose_messages(question: str, sentences: Sequence[str], decline: bool = False) -> list[dict[str, str]]:
     """The `choose` form's prompt: the question, then the sentence ranker's best sentences numbered from 1 in its
-    order (a sentence with the block it introduces, as the ranker read it)."""
+    order (a sentence with the block it introduces, as the ranker read it); with `decline`, 0 says none answers."""
     listing = "\n".join(f"[{number}] {text}" for number, text in enumerate(sentences, 1))
-    user = f"Question: {question}\n\nSentences:\n{listing}\n\n{CHOOSE_ASK}"
+    user = f"Question: {question}\n\nSentences:\n{listing}\n\n{DECLINE_ASK if decline else CHOOSE_ASK}"
     return [{"role": "system", "content": CHOOSE_SYSTEM}, {"role": "user", "content": user}]
 
 
-def choose_schema(sentences: int) -> dict[str, Any]:
-    """The `choose` reply's schema: one sentence number out of those given."""
+def choose_schema(sentences: int, decline: bool = False) -> dict[str, Any]:
+    """The `choose` reply's schema: one sentence number out of those given (or 0, with `decline`)."""
     return {
         "type": "object",
-        "properties": {"sentence": {"type": "integer", "enum": list(range(1, sentences + 1))}},
+        "properties": {"sentence": {"type": "integer", "enum": list(range(0 if decline else 1, sentences + 1))}},
         "required": ["sentence"],
         "additionalProperties": False,
     }
 
 
-def read_choose_reply(text: str, sentences: int) -> int:
-    """The chosen sentence's index (from 0) of a `choose` reply; raises `MalformedReply` when the reply is not
-    the object asked for or names a sentence that was not given."""
+def read_choose_reply(text: str, sentences: int, decline: bool = False) -> int:
+    """The chosen sentence's index (from 0) of a `choose` reply, -1 for a declining 0 (with `decline`); raises
+    `MalformedReply` when the reply is not the object asked for or names a sentence that was not given."""
     try:
         value = json.loads(text)
     except json.JSONDecodeError as exc:
         raise MalformedReply(f"the reply is not JSON ({exc.msg} at {exc.pos} of {len(text)} chars)") from exc
     number = value.get("sentence") if isinstance(value, dict) else None
-    if not isinstance(number, int) or isinstance(number, bool) or not 1 <= number <= sentences:
-        raise MalformedReply(f"the reply's `sentence` is not a number in 1..{sentences}")
+    least = 0 if decline else 1
+    if not isinstance(number, int) or isinstance(number, bool) or not least <= number <= sentences:
+        raise MalformedReply(f"the reply's `sentence` is not a number in {least}..{sentences}")
     return number - 1
 
 

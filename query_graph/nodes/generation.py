@@ -349,23 +349,36 @@ def _taken(arguments: dict[str, Any]) -> dict[str, Any]:
     return {k: v for k, v in arguments.items() if k in takes}
 
 
-def _chosen_draft(arguments: dict[str, Any], harness: LLMHarness, form: StructuredOutput) -> Draft:
+def _chosen_draft(
+    arguments: dict[str, Any], harness: LLMHarness, form: StructuredOutput, decline: bool = False
+) -> Draft:
     """`llm_answer=choose`: the extractive answer, whose first sentence the model picks among the sentence ranker's
     best `CHOICES` (docs/decisions/llm-answer.md). The reply is one number, read whole; the sentences are the
     pages' own, cited as always, so the check has nothing to withhold. A reply that is not the JSON asked for
-    leaves the extractive answer as it is, and says why; with nothing to choose between, the model is not asked."""
+    leaves the extractive answer as it is, and says why; with nothing to choose between, the model is not asked.
+    `choose_or_decline` (`decline`): the model may also reply that no sentence answers, and the reply is then
+    `no_answer`."""
     seen: dict[str, Any] = {}
 
     def choose(question: str, texts: Sequence[str]) -> int | None:
-        schema = response_format(choose_schema(len(texts)), form)
-        text, seen["provider"] = _whole_reply(harness, build_choose_messages(question, texts), schema)
+        schema = response_format(choose_schema(len(texts), decline), form)
+        text, seen["provider"] = _whole_reply(harness, build_choose_messages(question, texts, decline), schema)
         try:
-            return read_choose_reply(text, len(texts))
+            at = read_choose_reply(text, len(texts), decline)
         except MalformedReply as exc:
             seen["fallback"] = f"the model's reply is not the JSON asked for: {exc}"
             return None
+        if at < 0:
+            seen["declined"] = True
+            return None
+        return at
 
     draft = _extractive_draft(**_taken(arguments), chooser=choose)
+    if seen.get("declined"):
+        provider = seen.get("provider")
+        return Draft(
+            "", "litellm", "no_answer", provider=provider, model_kind="no_answer", sentence_ranker="llm_choice"
+        )
     chose = "provider" in seen and "fallback" not in seen
     return replace(
         draft,
@@ -475,8 +488,8 @@ def draft_answer__litellm(
     form: StructuredOutput = "json_object" if llm_structured_output == "json_object" else "json_schema"
     if llm_answer == "quote":
         return _quoted_draft(question, context_candidates, passages, llm_harness, form, answer_sentences, arguments)
-    if llm_answer == "choose":
-        return _chosen_draft(arguments, llm_harness, form)
+    if llm_answer in ("choose", "choose_or_decline"):
+        return _chosen_draft(arguments, llm_harness, form, decline=llm_answer == "choose_or_decline")
     schema = response_format(answer_schema(len(passages)), form)
     stream = llm_harness.stream(build_messages(question, passages), response_format=schema)
     raw: list[str] = []

@@ -139,6 +139,12 @@ def test_the_choose_form_numbers_the_rankers_sentences_and_reads_back_one_given_
     for bad in ('{"sentence": 3}', '{"sentence": true}', '{"sentences": [1]}', "Sentence 1.", "[1]"):
         with pytest.raises(MalformedReply):
             read_choose_reply(bad, 2)
+    # `choose_or_decline`: 0 says no sentence answers; only that form offers it.
+    assert choose_schema(2, decline=True)["properties"]["sentence"]["enum"] == [0, 1, 2]
+    assert read_choose_reply('{"sentence": 0}', 2, decline=True) == -1
+    assert '{"sentence": 0}' in build_choose_messages("Which port?", ["a.", "b."], decline=True)[-1]["content"]
+    with pytest.raises(MalformedReply):
+        read_choose_reply('{"sentence": 0}', 2)
 
 
 def test_choose_puts_the_models_pick_first_and_quotes_the_extractive_answers_sentences(harbor: Harbor) -> None:
@@ -158,6 +164,24 @@ def test_choose_puts_the_models_pick_first_and_quotes_the_extractive_answers_sen
     # Every sentence of the extractive answer is said too: the pick leads, nothing is dropped.
     for sentence in split_sentences(strip_markers(extractive["answer"])):
         assert sentence in strip_markers(reply["answer"]), sentence
+
+
+def test_choose_or_decline_answers_as_choose_or_declines_when_the_model_says_none_answers(harbor: Harbor) -> None:
+    """`llm_answer=choose_or_decline`: a number picks the first sentence as `choose` does; 0 makes the reply
+    `no_answer`, with no quote and no citation."""
+    decline = {**LITELLM, "llm_answer": "choose_or_decline"}
+    with loopback_llm() as llm:
+        chosen = harbor.service(**llm_settings(llm.api_base)).answer(PORT_Q, variants=decline)
+        plain = harbor.service(**llm_settings(llm.api_base)).answer(
+            PORT_Q, variants={**LITELLM, "llm_answer": "choose"}
+        )
+    assert chosen["status"] == "answered" and chosen["sentence_ranker"] == "llm_choice"
+    assert chosen["answer"] == plain["answer"]
+    with loopback_llm(mode="no_answer") as llm:
+        declined = harbor.service(**llm_settings(llm.api_base)).answer(PORT_Q, variants=decline)
+        [body] = llm.bodies
+    assert '{"sentence": 0}' in body["messages"][-1]["content"]
+    assert declined["status"] == "no_answer" and declined["citations"] == [] and declined["fallback"] is None
 
 
 def test_a_choice_the_model_wrote_badly_leaves_the_extractive_answer_and_says_so(harbor: Harbor) -> None:
