@@ -4,7 +4,8 @@ the retrieval engine (pipelines/retrieval/retriever.py).
 Variants (config, overridable per request): `retrieval` = hybrid | dense | bm25, `bm25_engine` =
 qdrant (sparse vectors with IDF) | memory (rank-bm25 over the shard's payloads), `fusion` = rrf |
 weighted_rrf | dbsf | convex | convex_heads | convex_kept_heads, `language_route` = question_and_source | question | all (the languages
-searched, pipelines/retrieval/language_lanes.py). The same choices are bundled into a `RetrievalPlan`, so
+searched, pipelines/retrieval/language_lanes.py), `query_expansion` = off | passage (the language model's passage searched
+beside the question, pipelines/retrieval/expansion.py). The same choices are bundled into a `RetrievalPlan`, so
 CRAG can run the whole retrieval again for a rewritten query without a second graph.
 """
 

@@ -7,7 +7,7 @@ from pathlib import Path
 from pipelines.answering.passage_units import block_parts, introduced, prose_units
 from pipelines.documents import Document
 from pipelines.ingestion.cleaners import clean_document, clean_markdown
-from pipelines.text.language import detect_language, folder_language
+from pipelines.text.language import detect_language, detect_question_language, folder_language
 
 
 def page(doc_id: str, text: str) -> Document:
@@ -224,6 +224,12 @@ def test_a_page_s_language_is_the_one_most_of_its_prose_is_in() -> None:
     assert detect_language("# Сообщество\n\n" + russian * 3) == "ru"
     # Lines too short to read alone are read together.
     assert detect_language("# Kurz\n\nDer Server startet.\nDie Arbeit endet.\nDas Log bleibt.\n") == "de"
+    # A question is read whole too: an opening in other words does not decide (its first 80 characters read as Dutch).
+    question = (
+        "Is harbor.pool.Group or harbor.pool.Pool beter voor mijn greenlets? How do the two differ when one of the "
+        "builds raises an error, and which one limits how many run at the same time?"
+    )
+    assert detect_question_language(question).language == "en"
 
 
 def test_html_lists_keep_their_items_on_their_bullets_and_their_nesting() -> None:
