@@ -404,9 +404,21 @@ async def misbehaving(target: Target, hits: int) -> dict[str, Any]:
 
 
 def free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return int(sock.getsockname()[1])
+    return free_ports(1)[0]
+
+
+def free_ports(count: int) -> list[int]:
+    """`count` distinct loopback ports nothing listens on: each socket stays bound until all are chosen, so two calls
+    in a row cannot hand out the same port (a server and the Redis beside it once got one port, and the second to
+    bind failed with "Address already in use")."""
+    sockets = [socket.socket() for _ in range(count)]
+    try:
+        for sock in sockets:
+            sock.bind(("127.0.0.1", 0))
+        return [int(sock.getsockname()[1]) for sock in sockets]
+    finally:
+        for sock in sockets:
+            sock.close()
 
 
 def spawn_server(source: str | None) -> tuple[subprocess.Popen[str], str, str, tempfile.TemporaryDirectory[str]]:

@@ -42,7 +42,7 @@ from typing import Any
 
 import httpx
 
-from evals.bench.load_http import free_port
+from evals.bench.load_http import free_ports
 
 PROJECT = Path(__file__).resolve().parents[2]
 REPEATED = ["How do I build the index?", "Which port does the server listen on?", "How are access tokens stored?"]
@@ -154,7 +154,7 @@ class Deployment:
     def __post_init__(self) -> None:
         self.corpus = self.root / "corpus"
         shutil.copytree(self.source, self.corpus)
-        self.redis_port, self.port = free_port(), free_port()
+        self.redis_port, self.port = free_ports(2)
         self.url = f"http://127.0.0.1:{self.port}"
         self.env = {
             **os.environ,
