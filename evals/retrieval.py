@@ -140,13 +140,11 @@ def evaluate_retrieval(
         started = time.perf_counter()
         vector = embedder.embed_query(question.question)
         embedding_ms.append((time.perf_counter() - started) * 1000)
-        if setup.expand is not None:  # `query_expansion=passage`: the model's passage, written once for every mode
-            started = time.perf_counter()
-            vector, passage = setup.expanded(question.question, vector, embedder)
+        started = time.perf_counter()  # `query_expansion=passage`: the model's passage, written once for every mode
+        vector, passage = setup.expanded(question.question, vector, embedder)
+        if setup.expand is not None:
             expansion_ms.append((time.perf_counter() - started) * 1000)
             expansions[question.id] = passage
-        else:
-            passage = ""
         for mode in modes:
             result = run_mode(mode, question.question, vector, setup, DEPTH, passage)
             outcomes[mode].append(score_question(question, result.chunks, result.ms))

@@ -25,7 +25,7 @@ from pipelines.documents import Chunk
 from pipelines.ports import Embedder, VectorIndex
 from pipelines.retrieval import fusion
 from pipelines.retrieval.bm25 import MemoryBM25Cache
-from pipelines.retrieval.expansion import expanded_embedding
+from pipelines.retrieval.expansion import searched_vector
 from pipelines.retrieval.feedback import Feedback
 from pipelines.retrieval.hubness import Hubness, HubnessCache
 from pipelines.retrieval.language_lanes import Lane, lanes
@@ -153,10 +153,8 @@ class SearchSetup:
         """The vector dense search reads and the passage BM25 reads beside the question: with `expand`
         (`query_expansion=passage`) the model's passage and the mean of its embedding with the question's, as the
         query graph's `search_embedding` node; without it, the question's own vector and no passage."""
-        if self.expand is None:
-            return vector, ""
-        passage = self.expand(question)
-        return (expanded_embedding(vector, embedder.embed_passages([passage])[0]) if passage else vector), passage
+        passage = "" if self.expand is None else self.expand(question)
+        return searched_vector(vector, passage, embedder), passage
 
     def lanes(self, question: str) -> tuple[Lane, ...]:
         language = None

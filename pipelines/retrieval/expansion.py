@@ -19,6 +19,8 @@ from collections.abc import Callable
 
 import numpy as np
 
+from pipelines.adapters.llm_harness import LLMHarness
+from pipelines.ports import Embedder
 from pipelines.text import analysis
 
 EXPANSION_WEIGHT = 0.2  # query2doc's five copies of the question beside one passage
@@ -44,6 +46,18 @@ def expansion_messages(question: str) -> list[dict[str, str]]:
 def written_passage(question: str, write: Writer) -> str:
     """The model's passage for the question, stripped; empty when it wrote nothing."""
     return write(expansion_messages(question)).strip()
+
+
+def model_passage(question: str, harness: LLMHarness) -> str:
+    """The passage the harness's model writes for the question (`GenerationUnavailable` when it cannot)."""
+    return written_passage(question, lambda messages: harness.complete(messages, EXPANSION_TOKENS).text)
+
+
+def searched_vector(question_vector: np.ndarray, passage: str, embedder: Embedder) -> np.ndarray:
+    """The vector dense search reads: the question's own, or its mean with the written passage's."""
+    if not passage:
+        return question_vector
+    return expanded_embedding(question_vector, embedder.embed_passages([passage])[0])
 
 
 def expanded_embedding(question_vector: np.ndarray, passage_vector: np.ndarray) -> np.ndarray:

@@ -138,12 +138,7 @@ class RetrievalPlan:
 
     def _sparse(self, question: str, lane: Lane, expansion: str = "") -> list[Ranked]:
         if expansion:
-            weights = expanded_terms(question, expansion, self.bm25_analyzer, lane.analysis_language)
-            if self.bm25_engine == "memory":
-                hits = self._engine(lane).search_weighted(weights, self.candidates)
-                return [Ranked(chunk_key(h.chunk.chunk_id), h.score) for h in hits]
-            vector = analysis.weighted_query_vector(weights)
-            return self.vector_index.sparse_ranked(vector, self.candidates, self.strategy, lane.language)
+            return self._weighted(expanded_terms(question, expansion, self.bm25_analyzer, lane.analysis_language), lane)
         if self.bm25_engine == "memory":
             engine = self._engine(lane)
             hits = engine.search(question, self.candidates, lane.analysis_language)
@@ -161,19 +156,17 @@ class RetrievalPlan:
             if not lane.lexical:
                 out.append([])
                 continue
-            engine = self._engine(lane)
-            weights = self.feedback.weights(question, [h.key for h in hits], engine, lane.analysis_language)
-            if self.bm25_engine == "memory":
-                out.append(
-                    [
-                        Ranked(chunk_key(h.chunk.chunk_id), h.score)
-                        for h in engine.search_weighted(weights, self.candidates)
-                    ]
-                )
-            else:
-                vector = analysis.weighted_query_vector(weights)
-                out.append(self.vector_index.sparse_ranked(vector, self.candidates, self.strategy, lane.language))
+            weights = self.feedback.weights(question, [h.key for h in hits], self._engine(lane), lane.analysis_language)
+            out.append(self._weighted(weights, lane))
         return out
+
+    def _weighted(self, weights: Mapping[str, float], lane: Lane) -> list[Ranked]:
+        """The lane's BM25 list for analysed terms with their own weights (feedback's or a written passage's)."""
+        if self.bm25_engine == "memory":
+            hits = self._engine(lane).search_weighted(weights, self.candidates)
+            return [Ranked(chunk_key(h.chunk.chunk_id), h.score) for h in hits]
+        vector = analysis.weighted_query_vector(weights)
+        return self.vector_index.sparse_ranked(vector, self.candidates, self.strategy, lane.language)
 
     def fused(
         self,

@@ -70,8 +70,9 @@ def detect_language(text: str, default: str = "en", min_score: float = 0.5) -> s
         read += len(prose)
         if read >= PAGE_SAMPLE_CHARS:
             break
-    if chars and 2 * chars.most_common(1)[0][1] > read:
-        return chars.most_common(1)[0][0]
+    best = chars.most_common(1)
+    if best and 2 * best[0][1] > read:
+        return best[0][0]
     whole = _prose_words(sample)[:PAGE_SAMPLE_CHARS]
     return (_confident(whole, min_score) if len(whole) >= 20 else None) or default
 

@@ -19,7 +19,7 @@ from pipelines.adapters.llm_harness import GenerationUnavailable, LLMHarness
 from pipelines.guardrails.screen import Verdict
 from pipelines.ports import Embedder, Ranked, VectorIndex
 from pipelines.retrieval.bm25 import MemoryBM25Cache
-from pipelines.retrieval.expansion import EXPANSION_TOKENS, expanded_embedding, written_passage
+from pipelines.retrieval.expansion import model_passage, searched_vector
 from pipelines.retrieval.hubness import HubnessCache
 from pipelines.retrieval.language_lanes import Lane, lanes
 from pipelines.retrieval.retriever import Candidate, RetrievalPlan, build_plan
@@ -128,7 +128,7 @@ def expansion_passage__passage(question: str, llm_harness: LLMHarness) -> str:
     both retrievers search with beside the question; empty when the model is unavailable (the question's own
     search then, never a failed query)."""
     try:
-        return written_passage(question, lambda messages: llm_harness.complete(messages, EXPANSION_TOKENS).text)
+        return model_passage(question, llm_harness)
     except GenerationUnavailable as exc:
         log.warning("query_expansion_unavailable", error=str(exc))
         return ""
@@ -142,9 +142,7 @@ def expansion_passage__off() -> str:
 def search_embedding(query_embedding: np.ndarray, expansion_passage: str, embedder: Embedder) -> np.ndarray:
     """The vector dense search reads: the question's, or its mean with the written passage's
     (`query_expansion=passage`). The caches, the topic gate and the answer's sentences read the question's own."""
-    if not expansion_passage:
-        return query_embedding
-    return expanded_embedding(query_embedding, embedder.embed_passages([expansion_passage])[0])
+    return searched_vector(query_embedding, expansion_passage, embedder)
 
 
 def dense_hits(search_embedding: np.ndarray, retrieval_plan: RetrievalPlan) -> list[list[Ranked]]:

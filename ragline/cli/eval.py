@@ -117,19 +117,19 @@ def rerank_scorer(settings: Settings) -> Any:
 
 
 def passage_writer(settings: Settings) -> Any:
-    """`query_expansion=passage`: the question -> written passage function the query graph's `query_expansion` node
-    calls (the generator's model, `RAGLINE_LLM_*`); None when off. In an evaluation a model that fails stops the
+    """`query_expansion=passage`: the question -> written passage function the query graph's `expansion_passage`
+    node calls (the generator's model, `RAGLINE_LLM_*`); None when off. In an evaluation a model that fails stops the
     run (a RuntimeError) rather than measuring searches that were not expanded."""
     if settings.query_expansion == "off":
         return None
     from pipelines.adapters.llm_harness import GenerationUnavailable, LLMHarness
-    from pipelines.retrieval.expansion import EXPANSION_TOKENS, written_passage
+    from pipelines.retrieval.expansion import model_passage
 
     harness = LLMHarness.from_settings(settings)
 
     def expand(question: str) -> str:
         try:
-            return written_passage(question, lambda messages: harness.complete(messages, EXPANSION_TOKENS).text)
+            return model_passage(question, harness)
         except GenerationUnavailable as exc:
             raise RuntimeError(f"query expansion: the language model is unavailable: {exc}") from exc
 
