@@ -221,13 +221,15 @@ class Settings(BaseSettings):
             "higher (`extended`; as `sentence` without a ranker)."
         ),
     )
-    answer_pool: Literal["narrow", "wide", "nearest"] = Field(
+    answer_pool: Literal["narrow", "wide", "nearest", "blended"] = Field(
         "narrow",
         description=(
             "Which sentences the sentence ranker orders: the best 12 by coverage among those covering at least "
             "`min_answer_score` of the question (`narrow`), or, once one does, the best 20 among those covering at "
             "least 0.05 (`wide`), or the best 12 and the 4 other sentences of the passages the embedding model puts "
-            "nearest the question, whatever their coverage (`nearest`; English questions, with a vector ranker)."
+            "nearest the question, whatever their coverage (`nearest`; English questions, with a vector ranker), or the "
+            "best 12 of all the passages' sentences by their coverage and that nearness together (`blended`; the same "
+            "conditions)."
         ),
     )
     answer_antecedent: Literal["on", "off"] = Field(

@@ -127,11 +127,14 @@ POOLS: dict[str, tuple[int, float | None]] = {
     "narrow": (RANKED_POOL, None),
     "wide": (20, 0.05),
     "nearest": (RANKED_POOL, None),
+    "blended": (RANKED_POOL, None),
 }
 # `nearest`: the `narrow` pool and, once one sentence reaches the minimum, this many more of the passages' sentences,
 # those the embedding model puts closest to the question whatever their coverage (a sentence that answers in other
 # words than the question's shares too few of them to be among the best by coverage).
 NEAREST = 4
+# `blended`: once one sentence reaches the minimum, the pool is the best `RANKED_POOL` of all the passages' sentences
+# by the sum of two z-scores, their coverage and the embedding model's closeness to the question (`blended`).
 # A definition's term as the readers write it before its description's first paragraph, in code ("`term` - ...",
 # pipelines/ingestion/definitions.py `shown_term`), read as a quotable unit shows it ("term - ..."): the subject of
 # every sentence of that paragraph (`subject_of`).
@@ -307,7 +310,8 @@ def extract_answer(
     margin) and picks the one that answers; the answer says it first, then the sentences chosen as always (one more
     than those when the choice is not among them).
     `closeness`: with `pool` `nearest` and a ranker, scores how close the embedding model puts each text to the
-    question; the `NEAREST` closest sentences outside the pool join it (`nearest`)."""
+    question; the `NEAREST` closest sentences outside the pool join it (`nearest`); with `blended`, the pool is
+    chosen by coverage and closeness together (`blended`)."""
     if pool not in POOLS:
         raise ValueError(f"unknown answer pool {pool!r}; known: {', '.join(POOLS)}")
     if asks not in ASKS:
@@ -336,6 +340,8 @@ def extract_answer(
     extra: list[ScoredSentence] = []
     if pool == "nearest" and ranker is not None and closeness is not None and scored:
         extra = nearest(question, scored, once(every), closeness, pool_size, readings)
+    if pool == "blended" and ranker is not None and closeness is not None and scored:
+        scored = blended(question, once(every), closeness, pool_size, readings)
     if scope == "page":
         scored = one_page(
             scored, chunks, ranked(question, scored, ranker, 1, pool_size, readings, extra=extra) if ranker else scored
@@ -587,6 +593,31 @@ def ranked(
     scores = list(ranker(question, [(readings or {}).get(s.text, s.text) for s in pool]))
     order = sorted(range(len(pool)), key=lambda i: -scores[i])[:count]  # stable: ties keep coverage order
     return [pool[i] for i in order if scores[i] >= scores[order[0]] - margin]
+
+
+def _z_scores(values: Sequence[float]) -> list[float]:
+    mean = sum(values) / len(values)
+    spread = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values)) or 1.0
+    return [(v - mean) / spread for v in values]
+
+
+def blended(
+    question: str,
+    every: list[ScoredSentence],
+    closeness: SentenceRanker,
+    size: int = RANKED_POOL,
+    readings: Mapping[str, str] | None = None,
+) -> list[ScoredSentence]:
+    """The best `size` of `every` (the passages' sentences, whatever their coverage) by the sum of two z-scores over
+    them: the sentence's coverage of the question and how close `closeness` puts it (read as the ranker reads it).
+    A sentence that answers in other words than the question's covers too few of them to be among the best by
+    coverage alone; one that only repeats the question's words is not the closest by meaning."""
+    if not every:
+        return []
+    near = list(closeness(question, [(readings or {}).get(s.text, s.text) for s in every]))
+    summed = [c + n for c, n in zip(_z_scores([s.score for s in every]), _z_scores(near), strict=True)]
+    order = sorted(range(len(every)), key=lambda i: -summed[i])[:size]
+    return [every[i] for i in order]
 
 
 def nearest(

@@ -170,10 +170,11 @@ def answer_closeness(
     context_candidates: list[Candidate],
     answer_pool: str = "narrow",  # the variant (graph config)
 ) -> SentenceRanker | None:
-    """With `answer_pool=nearest`, how close the embedding model puts each sentence (under its heading) to the
-    question: the pool adds the closest sentences whatever their coverage (pipelines/answering/extractive.py);
-    English questions only, as the vector rankers it joins. None otherwise: the pool is chosen by coverage alone."""
-    if answer_pool != "nearest" or guardrail_language.language != "en":
+    """With `answer_pool=nearest` or `blended`, how close the embedding model puts each sentence (under its heading)
+    to the question: the pool adds the closest sentences whatever their coverage, or is chosen by coverage and
+    closeness together (pipelines/answering/extractive.py); English questions only, as the vector rankers it joins.
+    None otherwise: the pool is chosen by coverage alone."""
+    if answer_pool not in ("nearest", "blended") or guardrail_language.language != "en":
         return None
     headings = unit_headings([c.chunk for c in context_candidates])
     return closeness(partial(passage_vectors.vectors, embedder), query_embedding, headings)
@@ -227,7 +228,7 @@ def draft_answer__extractive(
     answer_gate_ranker: SentenceRanker | None,
     answer_words: Analyzer,
     guardrail_language: LanguageGuess,
-    answer_closeness: SentenceRanker | None = None,  # the `nearest` pool's closeness (None: not read)
+    answer_closeness: SentenceRanker | None = None,  # the `nearest` or `blended` pool's closeness (None: not read)
     sentence_ranker: str = "lexical",  # the variant (graph config)
     answer_scope: str = "passages",  # the variant (graph config)
     answer_span: str = "extended",  # the variant (graph config)
@@ -243,7 +244,8 @@ def draft_answer__extractive(
     `answer_gate_ranker`: when given, the chosen sentences must answer the question by its score
     (pipelines/answering/answerability.py), or the reply is `no_answer`; `answer_value=asked`: a question that asks
     only for a value must get a sentence that holds one (`value_held`), or the reply is `no_answer`.
-    `answer_closeness`: with `answer_pool=nearest`, the embedding model's closeness that widens the ranker's pool."""
+    `answer_closeness`: with `answer_pool=nearest` or `blended`, the embedding model's closeness that widens or chooses
+    the ranker's pool."""
     return _extractive_draft(**locals())
 
 
@@ -256,7 +258,7 @@ def _extractive_draft(
     answer_gate_ranker: SentenceRanker | None,
     answer_words: Analyzer,
     guardrail_language: LanguageGuess,
-    answer_closeness: SentenceRanker | None = None,  # the `nearest` pool's closeness (None: not read)
+    answer_closeness: SentenceRanker | None = None,  # the `nearest` or `blended` pool's closeness (None: not read)
     sentence_ranker: str = "lexical",  # the variant (graph config)
     answer_scope: str = "passages",  # the variant (graph config)
     answer_span: str = "extended",  # the variant (graph config)
@@ -465,7 +467,7 @@ def draft_answer__litellm(
     answer_gate_ranker: SentenceRanker | None,
     guardrail_language: LanguageGuess,
     sentence_ranker: str,
-    answer_closeness: SentenceRanker | None = None,  # the `nearest` pool's closeness (None: not read)
+    answer_closeness: SentenceRanker | None = None,  # the `nearest` or `blended` pool's closeness (None: not read)
     llm_answer: str = "write",  # the variant (graph config)
     # The extractive answer's variants (graph config), for the fallback to answer as the request chose.
     answer_scope: str = "passages",

@@ -15,7 +15,7 @@ from evals.answers import quoted_in, statements
 from pipelines.adapters.embedders import load_embedder
 from pipelines.answering.citations import markers, validate
 from pipelines.answering.crag import knowledge_strips
-from pipelines.answering.extractive import NEAREST, extract_answer, marked_units, nearest, score_sentences
+from pipelines.answering.extractive import NEAREST, blended, extract_answer, marked_units, nearest, score_sentences
 from pipelines.answering.passage_units import prose_units
 from pipelines.answering.sentence_vectors import closeness
 from pipelines.answering.verification import check_citations
@@ -559,7 +559,7 @@ def test_pool_wide_lets_the_ranker_read_a_sentence_sharing_few_of_the_question_w
     try:
         extract_answer(question, [chunk], words=words, ranker=ranker, pool="everything")
     except ValueError as error:
-        assert "narrow, wide, nearest" in str(error)
+        assert "narrow, wide, nearest, blended" in str(error)
     else:
         raise AssertionError("an unknown pool was accepted")
 
@@ -597,6 +597,35 @@ def test_pool_nearest_adds_the_sentences_the_embedding_model_puts_closest() -> N
     # Nothing reaching the minimum is still no answer, however near a sentence is.
     other = "Which colours can a theme use?"
     assert extract_answer(other, [chunk], words=words, ranker=ranker, pool="nearest", closeness=near) == ("", [])
+
+
+def test_pool_blended_is_chosen_by_coverage_and_closeness_together() -> None:
+    chunk = page_chunks(0, UPLOADS)[0]
+    words = analyzer("snowball")
+    cross_encoder = CrossEncoderReranker("ms-marco-MiniLM-L-12-v2-int8").scores
+    embedder = load_embedder("bge-small-en-v1.5-int8")
+    question = "How large may an uploaded file be?"
+    near = closeness(embedder.embed_passages, embedder.embed_query(question), {})
+    every = score_sentences(question, [chunk], words=words)
+    limit = next(s.text for s in every if "10 MB" in s.text)
+    read: list[str] = []
+
+    def ranker(question: str, texts: Sequence[str]) -> Sequence[float]:
+        read.extend(texts)
+        return cross_encoder(question, texts)
+
+    answer, _ = extract_answer(question, [chunk], words=words, ranker=ranker, pool="blended", closeness=near)
+    assert limit in read and "10 MB" in answer  # below the coverage minimum, but the closest by meaning
+    assert_released_quoted_and_supported(answer, chunk)
+    # The pool keeps its size: the best two by the summed z-scores hold the value's sentence, not the sentences
+    # that only cover the question's words best.
+    pool = blended(question, every, near, size=2)
+    assert len(pool) == 2 and limit in [s.text for s in pool]
+    by_coverage = sorted(every, key=lambda s: -s.score)[:2]
+    assert limit not in [s.text for s in by_coverage]
+    # Nothing reaching the minimum is still no answer.
+    other = "Which colours can a theme use?"
+    assert extract_answer(other, [chunk], words=words, ranker=ranker, pool="blended", closeness=near) == ("", [])
 
 
 LIMIT = """# Forms
