@@ -15,7 +15,15 @@ from evals.answers import quoted_in, statements
 from pipelines.adapters.embedders import load_embedder
 from pipelines.answering.citations import markers, validate
 from pipelines.answering.crag import knowledge_strips
-from pipelines.answering.extractive import NEAREST, blended, extract_answer, marked_units, nearest, score_sentences
+from pipelines.answering.extractive import (
+    NEAREST,
+    SentenceRanker,
+    blended,
+    extract_answer,
+    marked_units,
+    nearest,
+    score_sentences,
+)
 from pipelines.answering.passage_units import prose_units
 from pipelines.answering.sentence_vectors import closeness
 from pipelines.answering.verification import check_citations
@@ -23,7 +31,7 @@ from pipelines.documents import Chunk, Document
 from pipelines.ingestion.chunkers import chunk_document
 from pipelines.ingestion.cleaners import clean_markdown
 from pipelines.retrieval.rerank import CrossEncoderReranker
-from pipelines.text.analysis import analyzer
+from pipelines.text.analysis import Analyzer, analyzer
 from tests.pipelines.list_pages import PAGE as PAGE_WITH_LISTS
 
 COUNT = load_embedder("bge-small-en-v1.5-int8").count_tokens
@@ -564,20 +572,27 @@ def test_pool_wide_lets_the_ranker_read_a_sentence_sharing_few_of_the_question_w
         raise AssertionError("an unknown pool was accepted")
 
 
-def test_pool_nearest_adds_the_sentences_the_embedding_model_puts_closest() -> None:
+def _closeness_of(question: str) -> tuple[Chunk, Analyzer, SentenceRanker, SentenceRanker, list[str]]:
+    """The uploads page's chunk, the stemming analyzer, the embedding model's closeness to `question`, and the
+    cross-encoder as a ranker that records the texts it was given (which sentences it read is what the tests read)."""
     chunk = page_chunks(0, UPLOADS)[0]
-    words = analyzer("snowball")
     cross_encoder = CrossEncoderReranker("ms-marco-MiniLM-L-12-v2-int8").scores
     embedder = load_embedder("bge-small-en-v1.5-int8")
-    question = "How large may an uploaded file be?"
-    near = closeness(embedder.embed_passages, embedder.embed_query(question), {})
-    coverage = {s.text: s.score for s in score_sentences(question, [chunk], words=words)}
-    limit = next(text for text in coverage if "10 MB" in text)
     read: list[str] = []
 
     def ranker(question: str, texts: Sequence[str]) -> Sequence[float]:
         read.extend(texts)
         return cross_encoder(question, texts)
+
+    near = closeness(embedder.embed_passages, embedder.embed_query(question), {})
+    return chunk, analyzer("snowball"), near, ranker, read
+
+
+def test_pool_nearest_adds_the_sentences_the_embedding_model_puts_closest() -> None:
+    question = "How large may an uploaded file be?"
+    chunk, words, near, ranker, read = _closeness_of(question)
+    coverage = {s.text: s.score for s in score_sentences(question, [chunk], words=words)}
+    limit = next(text for text in coverage if "10 MB" in text)
 
     narrow, _ = extract_answer(question, [chunk], words=words, ranker=ranker, pool="narrow", closeness=near)
     assert limit not in read and "10 MB" not in narrow  # its coverage is below the minimum
@@ -600,19 +615,10 @@ def test_pool_nearest_adds_the_sentences_the_embedding_model_puts_closest() -> N
 
 
 def test_pool_blended_is_chosen_by_coverage_and_closeness_together() -> None:
-    chunk = page_chunks(0, UPLOADS)[0]
-    words = analyzer("snowball")
-    cross_encoder = CrossEncoderReranker("ms-marco-MiniLM-L-12-v2-int8").scores
-    embedder = load_embedder("bge-small-en-v1.5-int8")
     question = "How large may an uploaded file be?"
-    near = closeness(embedder.embed_passages, embedder.embed_query(question), {})
+    chunk, words, near, ranker, read = _closeness_of(question)
     every = score_sentences(question, [chunk], words=words)
     limit = next(s.text for s in every if "10 MB" in s.text)
-    read: list[str] = []
-
-    def ranker(question: str, texts: Sequence[str]) -> Sequence[float]:
-        read.extend(texts)
-        return cross_encoder(question, texts)
 
     answer, _ = extract_answer(question, [chunk], words=words, ranker=ranker, pool="blended", closeness=near)
     assert limit in read and "10 MB" in answer  # below the coverage minimum, but the closest by meaning
