@@ -42,8 +42,8 @@ SETS = {"alembic": "al", "coverage": "cv", "markdown": "md", "werkzeug": "wz", "
         "eventlet": "ev", "wtforms": "wt", "mongoengine": "me", "testfixtures": "tf",
         "django-extensions": "dx", "agate": "ag", "pygit2": "gt",
         "django-channels": "dc", "kitchen": "ki", "pynacl": "na",
-        "gevent": "gv", "sqlobject": "so", "lxml": "lx", "h5py": "h5", "flask-sqlalchemy": "fq",
-        "ipyparallel": "ip"}  # fmt: skip
+        "gevent": "gv", "sqlobject": "so", "lxml": "lx", "h5py": "h5", "flask-sqlalchemy": "fq", "ipyparallel": "ip",
+        "distributed": "dd", "lmfit": "lm", "notebook": "nb"}  # fmt: skip
 
 TYPES = {"single-fact", "paraphrase", "identifier", "list", "comparison", "multi-page", "false-premise",
          "unanswerable", "off-topic", "vague"}  # fmt: skip
