@@ -36,7 +36,7 @@ import numpy as np
 from evals.golden import normalise
 from evals.studies.answer_sentences import fit
 from pipelines.answering import extractive
-from pipelines.answering.extractive import ScoredSentence, SentenceRanker
+from pipelines.answering.extractive import ScoredSentence, SentenceRanker, z_scores
 from pipelines.answering.litellm_generator import build_choose_messages, choose_schema, response_format
 from pipelines.answering.passage_units import block_readings
 from pipelines.documents import Chunk
@@ -72,12 +72,6 @@ FEATURES = (
     "heading_overlap",  # share of the question's terms in its heading path
     "introduces_block",  # ends with ":"
 )
-
-
-def _z(values: Sequence[float]) -> list[float]:
-    array = np.asarray(values, dtype=float)
-    spread = float(array.std()) or 1.0
-    return [float(v) for v in (array - array.mean()) / spread]
 
 
 def labelled(text: str, evidence: Sequence[str]) -> bool:
@@ -209,8 +203,8 @@ def features(row: dict[str, Any]) -> np.ndarray:
     question = row["question"]
     asked_terms = _terms(question)
     value, how, yes_no = (bool(p.search(question)) for p in (_ASKS_VALUE, _ASKS_HOW, _ASKS_YES_NO))
-    cross, cosine = (_z([c[k] for c in pool]) for k in ("cross_encoder", "cosine"))
-    coverage_z = _z([c["coverage"] for c in pool])
+    cross, cosine = (z_scores([c[k] for c in pool]) for k in ("cross_encoder", "cosine"))
+    coverage_z = z_scores([c["coverage"] for c in pool])
     out = []
     for i, c in enumerate(pool):
         text = c["text"]
@@ -338,7 +332,7 @@ def _summed(
         if key == "passage_score":
             known = [v for v in values if v is not None]
             values = [v if v is not None else (min(known) if known else 0.0) for v in values]
-        summed += np.asarray(_z([float(v) for v in values]))
+        summed += np.asarray(z_scores([float(v) for v in values]))
     if boost is not None:
         summed += np.asarray([boost(c) for c in chosen])
     by_text = {c["text"]: float(v) for c, v in zip(chosen, summed, strict=True)}

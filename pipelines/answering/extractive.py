@@ -595,7 +595,10 @@ def ranked(
     return [pool[i] for i in order if scores[i] >= scores[order[0]] - margin]
 
 
-def _z_scores(values: Sequence[float]) -> list[float]:
+def z_scores(values: Sequence[float]) -> list[float]:
+    """Each value's distance from their mean in units of their spread (all 0 when they are equal)."""
+    if not values:
+        return []
     mean = sum(values) / len(values)
     spread = math.sqrt(sum((v - mean) ** 2 for v in values) / len(values)) or 1.0
     return [(v - mean) / spread for v in values]
@@ -615,7 +618,7 @@ def blended(
     if not every:
         return []
     near = list(closeness(question, [(readings or {}).get(s.text, s.text) for s in every]))
-    summed = [c + n for c, n in zip(_z_scores([s.score for s in every]), _z_scores(near), strict=True)]
+    summed = [c + n for c, n in zip(z_scores([s.score for s in every]), z_scores(near), strict=True)]
     order = sorted(range(len(every)), key=lambda i: -summed[i])[:size]
     return [every[i] for i in order]
 
