@@ -336,12 +336,14 @@ class Settings(BaseSettings):
         ),
     )
     bridge_hop_sources: int = Field(3, ge=1, description="Top hits whose section headings may name a bridge.")
-    sub_queries: Literal["off", "asks"] = Field(
+    sub_queries: Literal["off", "asks", "model"] = Field(
         "off",
         description=(
             "asks: a question that asks two things or more (pipelines/text/asks.py) is also searched ask by ask, "
             "and the whole question's list and each ask's take turns in the candidates "
-            "(pipelines/retrieval/retriever.py `asked`); off: one search for the whole question."
+            "(pipelines/retrieval/retriever.py `asked`); model: the asks are one to three self-contained queries "
+            "the generator's language model writes (pipelines/retrieval/decomposition.py; a model that fails "
+            "leaves the whole question's search); off: one search for the whole question."
         ),
     )
     query_expansion: Literal["off", "passage"] = Field(

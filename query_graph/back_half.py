@@ -120,14 +120,19 @@ class BackHalf:
         )
         if variants["rerank"] != "none" or reads_sentences:
             inputs["reranker"] = self.reranker()  # RerankUnavailable when its file is missing or altered
-        uses_model = variants["follow_up_rewrite"] == "llm" or variants["query_expansion"] != "off"
+        uses_model = (
+            variants["follow_up_rewrite"] == "llm"
+            or variants["query_expansion"] != "off"
+            or variants["sub_queries"] == "model"
+        )
         if uses_model or variants["generator"] == "litellm" or variants["verify"] in ("llm", "llm_score"):
             inputs["llm_harness"] = self.harness()
+        if variants["generator"] == "litellm" or variants["sub_queries"] == "model":
+            inputs["llm_structured_output"] = s.llm_structured_output  # how a reply's JSON schema is sent
         if variants["generator"] == "litellm":
             inputs["prompt_version"] = PROMPT_VERSION
             inputs["generator_model"] = s.llm_model
             inputs["llm_context_chars"] = s.llm_context_chars
-            inputs["llm_structured_output"] = s.llm_structured_output
         return inputs
 
 

@@ -72,6 +72,7 @@ class SearchSetup:
     sentences: SentenceUnits | None = None  # dense hits ordered by their chunks' sentences too (`dense_sentences`)
     sentence_combine: str = "off"
     expand: Callable[[str], str] | None = None  # writes a question's passage (`query_expansion=passage`); None: off
+    decompose: Callable[[str], list[str]] | None = None  # the model's sub-queries (`sub_queries=model`); None: off
 
     originals: OriginalsCache = field(default_factory=OriginalsCache)
     bm25_memory: MemoryBM25Cache = field(default_factory=MemoryBM25Cache)  # the feedback's term statistics
@@ -142,6 +143,7 @@ class SearchSetup:
             bridge_sources=self.bridge_sources,
             distinct=self.distinct,
             sub_queries=self.sub_queries,
+            decompose=self.decompose,
             per_page=self.per_page,
             hubness=self.hubness,
             release_notes=self.release_notes,

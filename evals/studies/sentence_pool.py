@@ -35,9 +35,10 @@ import numpy as np
 
 from evals.golden import normalise
 from evals.studies.answer_sentences import fit
+from pipelines.adapters.llm_harness import response_format
 from pipelines.answering import extractive
 from pipelines.answering.extractive import ScoredSentence, SentenceRanker, z_scores
-from pipelines.answering.litellm_generator import build_choose_messages, choose_schema, response_format
+from pipelines.answering.litellm_generator import build_choose_messages, choose_schema
 from pipelines.answering.passage_units import block_readings
 from pipelines.documents import Chunk
 from pipelines.text.analysis import Analyzer

@@ -14,7 +14,7 @@ import threading
 import time
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, Literal
 
 import structlog
 
@@ -24,6 +24,19 @@ if TYPE_CHECKING:
     from pipelines.settings import Settings
 
 log = structlog.get_logger(__name__)
+
+
+# How a provider is told the JSON schema a reply must follow (`RAGLINE_LLM_STRUCTURED_OUTPUT`).
+StructuredOutput = Literal["json_schema", "json_object"]
+
+
+def response_format(schema: dict[str, Any], form: StructuredOutput, name: str = "cited_answer") -> dict[str, Any]:
+    """The request's `response_format`: OpenAI's `json_schema` (OpenAI, vLLM, llama.cpp's llama-server, and
+    the providers litellm translates it for), or `json_object` with a `schema`, the form llama-cpp-python's
+    server reads (it refuses `json_schema`)."""
+    if form == "json_object":
+        return {"type": "json_object", "schema": schema}
+    return {"type": "json_schema", "json_schema": {"name": name, "schema": schema, "strict": False}}
 
 
 class GenerationUnavailable(RuntimeError):

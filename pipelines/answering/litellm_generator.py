@@ -25,7 +25,7 @@ import json
 import re
 from collections.abc import Iterable, Iterator, Sequence
 from dataclasses import dataclass
-from typing import Any, Literal
+from typing import Any
 
 from pipelines.answering.citations import MARKER
 from pipelines.answering.extractive import with_marker
@@ -38,7 +38,6 @@ PROMPT_VERSION = "litellm-v4"
 KINDS = ("answer", "no_answer", "clarify")
 MAX_SENTENCES = 4
 MAX_SOURCES = 3
-StructuredOutput = Literal["json_schema", "json_object"]
 
 SYSTEM_PROMPT = """You answer questions about a body of documentation using ONLY the numbered passages.
 Reply in JSON: {"kind": "answer", "sentences": [{"text": "<one sentence>", "sources": [<numbers of the passages that state it>]}]}
@@ -238,15 +237,6 @@ def read_choose_reply(text: str, sentences: int, decline: bool = False) -> int:
     if not isinstance(number, int) or isinstance(number, bool) or not least <= number <= sentences:
         raise MalformedReply(f"the reply's `sentence` is not a number in {least}..{sentences}")
     return number - 1
-
-
-def response_format(schema: dict[str, Any], form: StructuredOutput) -> dict[str, Any]:
-    """The request's `response_format`: OpenAI's `json_schema` (OpenAI, vLLM, llama.cpp's llama-server, and
-    the providers litellm translates it for), or `json_object` with a `schema`, the form llama-cpp-python's
-    server reads (it refuses `json_schema`)."""
-    if form == "json_object":
-        return {"type": "json_object", "schema": schema}
-    return {"type": "json_schema", "json_schema": {"name": "cited_answer", "schema": schema, "strict": False}}
 
 
 @dataclass(frozen=True)

@@ -111,6 +111,7 @@ class RetrievalPlan:
     bridge_sources: int = 3  # the first hits whose headings may name a bridge (pipelines/retrieval/bridge_hop.py)
     distinct: bool = False  # pass over a hit whose passage lies inside a better hit's (`kept_hits`)
     sub_queries: bool = False  # a question of two asks or more also searched per ask (`asked`)
+    decompose: Callable[[str], list[str]] | None = None  # `sub_queries=model`: the model's queries, searched as asks
     per_page: int = 0  # at most this many hits of one page before other pages' (`kept_hits`); 0: no limit
     hubness: Hubness | None = (
         None  # fusion reads dense hits less their chunk's hubness (pipelines/retrieval/hubness.py)
@@ -322,11 +323,15 @@ class RetrievalPlan:
         second of each, and so on, a chunk once (and, with `distinct`, not a passage a kept hit's passage
         holds). Searched whole, the ask whose words weigh most fills the list with its page, and the page
         that answers the other ask falls below the few places the generator reads. A question of one ask,
-        or `sub_queries` off: unchanged, with no extra search."""
-        asks = split_asks(question) if self.sub_queries else []
+        or `sub_queries` off: unchanged, with no extra search. With `decompose` (`sub_queries=model`) the asks
+        are the queries the language model wrote (pipelines/retrieval/decomposition.py), searched the same way."""
+        if self.decompose is not None:
+            asks = self.decompose(question)
+        else:
+            asks = split_asks(question) if self.sub_queries else []
         if len(asks) < 2:
             return candidates
-        single = replace(self, sub_queries=False, bridge_depth=0)
+        single = replace(self, sub_queries=False, decompose=None, bridge_depth=0)
         lists = [candidates] + [
             single.search(ask, None if self.retrieval == "bm25" else self.embed(ask)) for ask in asks
         ]

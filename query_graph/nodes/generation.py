@@ -13,7 +13,7 @@ from typing import Any
 import numpy as np
 from hamilton.function_modifiers import config
 
-from pipelines.adapters.llm_harness import GenerationUnavailable, LLMHarness
+from pipelines.adapters.llm_harness import GenerationUnavailable, LLMHarness, StructuredOutput, response_format
 from pipelines.answering import answerability, asked
 from pipelines.answering.answerability import GateVerdict
 from pipelines.answering.citations import ValidatedSentence
@@ -24,7 +24,6 @@ from pipelines.answering.litellm_generator import (
     ModelSentence,
     Passage,
     ReplyReader,
-    StructuredOutput,
     answer_schema,
     build_choose_messages,
     build_messages,
@@ -36,7 +35,6 @@ from pipelines.answering.litellm_generator import (
     quote_schema,
     read_choose_reply,
     read_quote_reply,
-    response_format,
     sentences_of,
 )
 from pipelines.answering.sentence_vectors import closeness, unit_headings, unit_passage_scores, vector_ranker

@@ -5,20 +5,24 @@ Variants (config, overridable per request): `retrieval` = hybrid | dense | bm25,
 qdrant (sparse vectors with IDF) | memory (rank-bm25 over the shard's payloads), `fusion` = rrf |
 weighted_rrf | dbsf | convex | convex_heads | convex_kept_heads, `language_route` = question_and_source | question | all (the languages
 searched, pipelines/retrieval/language_lanes.py), `query_expansion` = off | passage (the language model's passage searched
-beside the question, pipelines/retrieval/expansion.py). The same choices are bundled into a `RetrievalPlan`, so
+beside the question, pipelines/retrieval/expansion.py), `sub_queries` = off | asks | model (a question of two asks
+also searched ask by ask, the asks split by its wording or written by the language model). The same choices are bundled into a `RetrievalPlan`, so
 CRAG can run the whole retrieval again for a rewritten query without a second graph.
 """
 
 from __future__ import annotations
 
+from dataclasses import replace
+
 import numpy as np
 import structlog
 from hamilton.function_modifiers import config
 
-from pipelines.adapters.llm_harness import GenerationUnavailable, LLMHarness
+from pipelines.adapters.llm_harness import GenerationUnavailable, LLMHarness, StructuredOutput
 from pipelines.guardrails.screen import Verdict
 from pipelines.ports import Embedder, Ranked, VectorIndex
 from pipelines.retrieval.bm25 import MemoryBM25Cache
+from pipelines.retrieval.decomposition import model_queries
 from pipelines.retrieval.expansion import model_passage, searched_vector
 from pipelines.retrieval.hubness import HubnessCache
 from pipelines.retrieval.language_lanes import Lane, lanes
@@ -222,6 +226,29 @@ def asked_candidates__asks(
     """A question that asks two things or more is also searched ask by ask, the lists taking turns
     (pipelines/retrieval/retriever.py `RetrievalPlan.asked`)."""
     return retrieval_plan.asked(question, fused_candidates)
+
+
+@config.when(sub_queries="model")
+def asked_candidates__model(
+    question: str,
+    fused_candidates: list[Candidate],
+    retrieval_plan: RetrievalPlan,
+    llm_harness: LLMHarness,
+    llm_structured_output: str,
+) -> list[Candidate]:
+    """The language model rewrites the question as one to three self-contained search queries
+    (pipelines/retrieval/decomposition.py), each searched as `asks` searches its asks, the lists taking turns; a
+    question of one thing, or a model that fails, keeps the whole question's list (never a failed query)."""
+    form: StructuredOutput = "json_object" if llm_structured_output == "json_object" else "json_schema"
+
+    def queries(text: str) -> list[str]:
+        try:
+            return model_queries(text, llm_harness, form)
+        except GenerationUnavailable as exc:
+            log.warning("sub_queries_unavailable", error=str(exc))
+            return []
+
+    return replace(retrieval_plan, decompose=queries).asked(question, fused_candidates)
 
 
 @config.when(sub_queries="off")

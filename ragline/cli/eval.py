@@ -136,6 +136,29 @@ def passage_writer(settings: Settings) -> Any:
     return expand
 
 
+def query_writer(settings: Settings) -> Any:
+    """`sub_queries=model`: the question -> sub-queries function the query graph's `asked_candidates` node calls
+    (the generator's model, `RAGLINE_LLM_*`), each question's queries written once for every mode searched; None
+    otherwise. In an evaluation a model that fails stops the run (a RuntimeError), as `passage_writer`."""
+    if settings.sub_queries != "model":
+        return None
+    from pipelines.adapters.llm_harness import GenerationUnavailable, LLMHarness
+    from pipelines.retrieval.decomposition import model_queries
+
+    harness = LLMHarness.from_settings(settings)
+    written: dict[str, list[str]] = {}
+
+    def decompose(question: str) -> list[str]:
+        if question not in written:
+            try:
+                written[question] = model_queries(question, harness, settings.llm_structured_output)
+            except GenerationUnavailable as exc:
+                raise RuntimeError(f"sub-queries: the language model is unavailable: {exc}") from exc
+        return written[question]
+
+    return decompose
+
+
 def _write(out: str, report: dict[str, Any]) -> Path:
     """Write a report with the time it was written, which orders results on /console (`written_at`)."""
     report.setdefault("written_at", now_iso())
@@ -196,6 +219,7 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
                 language_route=args.language_route or base.language_route,
                 embedder=embedder,
                 expand=passage_writer(base),
+                decompose=query_writer(base),
             )
             run = evaluate_retrieval(questions, modes, embedder, setup, opened.info, args.half, _halves(args.half))
     except (ValueError, OSError, RuntimeError) as exc:  # RuntimeError: a failed build, reranker or judge
@@ -211,7 +235,7 @@ def cmd_eval_retrieval(args: argparse.Namespace) -> int:
     report["index"]["bm25_feedback"] = setup.feedback.label()
     report["index"]["bridge_hop"] = f"top {setup.bridge_depth}" if setup.bridge_depth else "off"
     report["index"]["distinct_passages"] = "on" if setup.distinct else "off"
-    report["index"]["sub_queries"] = "asks" if setup.sub_queries else "off"
+    report["index"]["sub_queries"] = "model" if setup.decompose else "asks" if setup.sub_queries else "off"
     report["index"]["query_expansion"] = base.query_expansion if setup.expand else "off"
     _write(args.out, report)
     return 0
@@ -259,8 +283,9 @@ def cmd_eval_beir(args: argparse.Namespace) -> int:
                 rerank=scorer,
                 bm25_analyzer=base.bm25_analyzer,
                 index_languages=("en",),  # evals/beir.py indexes every abstract as English
-                embedder=load_embedder(model) if base.sub_queries == "asks" else None,
+                embedder=load_embedder(model) if base.sub_queries != "off" else None,
                 expand=passage_writer(base),
+                decompose=query_writer(base),
             )
             info = {
                 **info,

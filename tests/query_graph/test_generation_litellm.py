@@ -11,6 +11,7 @@ from collections.abc import Iterator
 
 import pytest
 
+from pipelines.adapters.llm_harness import response_format
 from pipelines.answering.citations import split_sentences, strip_markers
 from pipelines.answering.litellm_generator import (
     MalformedReply,
@@ -27,7 +28,6 @@ from pipelines.answering.litellm_generator import (
     quote_schema,
     read_choose_reply,
     read_quote_reply,
-    response_format,
 )
 from query_graph.service import QueryFailed
 from tests.llm_loopback import closed_port, loopback_llm

@@ -1,6 +1,6 @@
 """Two retrieval mechanisms for questions whose answer spans two pages, on a real index: `sub_queries=asks`
 searches a question of two asks ask by ask and lets the lists take turns; `passages_per_page` keeps at most
-that many hits of one page before other pages' hits. Both are off by default; either way the served path
+that many hits of one page before other pages' hits. `sub_queries=model` searches the queries the language model writes as asks. All are off by default; either way the served path
 and the smoke check rank alike (tests/query_graph/test_served_retrieval.py holds that check)."""
 
 from __future__ import annotations
@@ -10,7 +10,12 @@ from collections.abc import Iterator
 
 import pytest
 
+from pipelines.adapters.llm_harness import LLMHarness
+from pipelines.retrieval.decomposition import model_queries
+from pipelines.settings import Settings
 from pipelines.text.asks import split_asks
+from tests.llm_gguf import GgufServer
+from tests.llm_loopback import closed_port
 from tests.query_graph.harbor import Harbor, harbor_index, retrieved_pages
 from tests.query_graph.test_served_retrieval import ranked_alike
 
@@ -80,6 +85,40 @@ def test_a_two_ask_question_searched_per_ask_takes_turns_between_the_lists(potte
     # A question of one ask is searched once, as before.
     one = "Which iron oxide glaze turns green in reduction?"
     assert ids(one, "asks") == ids(one, "off")
+
+
+# Two things asked in one clause: the wording rule (`asks`) reads one ask, a model reads two.
+ONE_CLAUSE = "Which glaze turns green in reduction, and the temperature of cone 10?"
+
+
+def test_the_model_s_queries_are_searched_as_asks_and_take_turns(pottery: Harbor, gguf_llm: GgufServer) -> None:
+    model = {"llm_model": gguf_llm.model, "llm_api_base": gguf_llm.api_base, "llm_deadline_seconds": 300.0}
+    service = pottery.service(crag="off", distinct_passages="off", **model)
+
+    def ids(question: str, variant: str) -> list[str]:
+        reply = service.answer(question, top_k=3, variants={"sub_queries": variant})
+        return [r["chunk_id"] for r in reply["retrieved"]]
+
+    assert split_asks(ONE_CLAUSE) == [ONE_CLAUSE]
+    queries = model_queries(ONE_CLAUSE, LLMHarness.from_settings(Settings(**model)))  # temperature 0: the graph's
+    assert 2 <= len(queries) <= 3, queries
+    lists = [ids(ONE_CLAUSE, "off")] + [ids(query, "off") for query in queries]
+    turns = list(dict.fromkeys(hit for rank in range(3) for hits in lists for hit in hits[rank : rank + 1]))
+    asked = service.answer(ONE_CLAUSE, top_k=3, variants={"sub_queries": "model"})
+    assert asked["variants"]["sub_queries"] == "model"
+    assert [r["chunk_id"] for r in asked["retrieved"]] == turns[:3]
+    assert "kiln/firing.md" in retrieved_pages(asked) and "kiln/firing.md" not in retrieved_pages(
+        service.answer(ONE_CLAUSE, top_k=3, variants={"sub_queries": "asks"})
+    )
+
+
+def test_a_model_that_is_down_leaves_the_whole_question_s_list(pottery: Harbor) -> None:
+    down = {"llm_model": "openai/nothing-listens", "llm_api_base": f"http://127.0.0.1:{closed_port()}/v1"}
+    service = pottery.service(crag="off", llm_retries=0, llm_deadline_seconds=5.0, **down)
+    plain = service.answer(ONE_CLAUSE, top_k=3, variants={"sub_queries": "off"})
+    reply = service.answer(ONE_CLAUSE, top_k=3, variants={"sub_queries": "model"})
+    assert reply["variants"]["sub_queries"] == "model" and reply["status"] == plain["status"]
+    assert [r["chunk_id"] for r in reply["retrieved"]] == [r["chunk_id"] for r in plain["retrieved"]]
 
 
 @pytest.mark.parametrize("cap", [1, 2])
