@@ -24,23 +24,29 @@ MOST_QUERIES = 3
 QUERY_TOKENS = 120  # three short queries in their JSON object
 
 DECOMPOSE_SYSTEM = "You turn questions about software documentation into search queries. Reply with JSON only."
+# Two invented examples (no golden question): a question of two things, and one of one thing, which the model would
+# otherwise rewrite as paraphrases of itself.
 DECOMPOSE_ASK = (
-    "If the question asks about two or more different things (two features, or how one thing is used with "
-    "another), write one short search query for each thing, each complete on its own: name its subject in full "
-    "instead of writing 'it' or 'that'. If the question asks about one thing, write that one query only. "
-    f"At most {MOST_QUERIES} queries.\n\nQuestion: {{question}}"
+    "Does the question ask about two or more different things? If it does, write one short search query for each "
+    "thing, each complete on its own (name its subject in full, never 'it' or 'that'), at most "
+    f"{MOST_QUERIES}. If it asks about one thing, reply with an empty list.\n\n"
+    "Question: How do I set the request timeout, and where are the logs written?\n"
+    '{{"queries": ["set the request timeout", "where the logs are written"]}}\n\n'
+    "Question: How do I set the request timeout?\n"
+    '{{"queries": []}}\n\n'
+    "Question: {question}"
 )
 
 
 def queries_schema() -> dict[str, Any]:
-    """The reply's JSON schema: an object whose `queries` is a list of one to `MOST_QUERIES` strings."""
+    """The reply's JSON schema: an object whose `queries` is a list of at most `MOST_QUERIES` strings (empty: the
+    question asks one thing)."""
     return {
         "type": "object",
         "properties": {
             "queries": {
                 "type": "array",
                 "items": {"type": "string", "minLength": 1},
-                "minItems": 1,
                 "maxItems": MOST_QUERIES,
             }
         },

@@ -31,7 +31,8 @@ def test_anything_but_two_distinct_queries_leaves_the_whole_question() -> None:
     for reply in (
         "Search for the glaze, then for the cone.",  # prose: a server that ignored the schema
         '{"queries": ["celadon glaze colour", "cone 10',  # cut off by the token limit
-        json.dumps({"queries": ["celadon glaze colour"]}),  # a question of one thing
+        json.dumps({"queries": []}),  # a question of one thing
+        json.dumps({"queries": ["celadon glaze colour"]}),
         json.dumps({"queries": [QUESTION.lower(), "  "]}),  # the question again, and an empty one
         json.dumps({"queries": "celadon glaze colour"}),
         json.dumps(["celadon glaze colour", "cone 10 temperature"]),
