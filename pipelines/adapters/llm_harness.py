@@ -30,6 +30,11 @@ log = structlog.get_logger(__name__)
 StructuredOutput = Literal["json_schema", "json_object"]
 
 
+def structured_output(setting: str) -> StructuredOutput:
+    """The form of `RAGLINE_LLM_STRUCTURED_OUTPUT` (`json_schema` unless it says `json_object`)."""
+    return "json_object" if setting == "json_object" else "json_schema"
+
+
 def response_format(schema: dict[str, Any], form: StructuredOutput, name: str = "cited_answer") -> dict[str, Any]:
     """The request's `response_format`: OpenAI's `json_schema` (OpenAI, vLLM, llama.cpp's llama-server, and
     the providers litellm translates it for), or `json_object` with a `schema`, the form llama-cpp-python's

@@ -13,7 +13,13 @@ from typing import Any
 import numpy as np
 from hamilton.function_modifiers import config
 
-from pipelines.adapters.llm_harness import GenerationUnavailable, LLMHarness, StructuredOutput, response_format
+from pipelines.adapters.llm_harness import (
+    GenerationUnavailable,
+    LLMHarness,
+    StructuredOutput,
+    response_format,
+    structured_output,
+)
 from pipelines.answering import answerability, asked
 from pipelines.answering.answerability import GateVerdict
 from pipelines.answering.citations import ValidatedSentence
@@ -485,7 +491,7 @@ def draft_answer__litellm(
     if not context_candidates:
         return Draft("", "litellm", kind="no_answer")
     passages = fit_passages([_strips(question, c, answer_words) for c in context_candidates], llm_context_chars)
-    form: StructuredOutput = "json_object" if llm_structured_output == "json_object" else "json_schema"
+    form = structured_output(llm_structured_output)
     if llm_answer == "quote":
         return _quoted_draft(question, context_candidates, passages, llm_harness, form, answer_sentences, arguments)
     if llm_answer in ("choose", "choose_or_decline"):

@@ -18,7 +18,7 @@ import numpy as np
 import structlog
 from hamilton.function_modifiers import config
 
-from pipelines.adapters.llm_harness import GenerationUnavailable, LLMHarness, StructuredOutput
+from pipelines.adapters.llm_harness import GenerationUnavailable, LLMHarness, structured_output
 from pipelines.guardrails.screen import Verdict
 from pipelines.ports import Embedder, Ranked, VectorIndex
 from pipelines.retrieval.bm25 import MemoryBM25Cache
@@ -239,7 +239,7 @@ def asked_candidates__model(
     """The language model rewrites the question as one to three self-contained search queries
     (pipelines/retrieval/decomposition.py), each searched as `asks` searches its asks, the lists taking turns; a
     question of one thing, or a model that fails, keeps the whole question's list (never a failed query)."""
-    form: StructuredOutput = "json_object" if llm_structured_output == "json_object" else "json_schema"
+    form = structured_output(llm_structured_output)
 
     def queries(text: str) -> list[str]:
         try:
