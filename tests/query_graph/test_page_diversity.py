@@ -14,6 +14,7 @@ from pipelines.adapters.llm_harness import LLMHarness
 from pipelines.retrieval.decomposition import model_queries
 from pipelines.settings import Settings
 from pipelines.text.asks import split_asks
+from query_graph.service import QueryService
 from tests.llm_gguf import GgufServer
 from tests.llm_loopback import closed_port
 from tests.query_graph.harbor import Harbor, harbor_index, retrieved_pages
@@ -64,17 +65,24 @@ def pottery(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureReq
         yield index
 
 
+def _ids(service: QueryService, question: str, variant: str) -> list[str]:
+    """The chunks retrieved for `question` (three places) with `sub_queries=variant`."""
+    reply = service.answer(question, top_k=3, variants={"sub_queries": variant})
+    return [r["chunk_id"] for r in reply["retrieved"]]
+
+
+def _turns(lists: list[list[str]]) -> list[str]:
+    """The lists taking turns, first hits first, each chunk once (`RetrievalPlan.asked`'s order)."""
+    return list(dict.fromkeys(hit for rank in range(3) for hits in lists for hit in hits[rank : rank + 1]))
+
+
 def test_a_two_ask_question_searched_per_ask_takes_turns_between_the_lists(pottery: Harbor) -> None:
     service = pottery.service(crag="off", distinct_passages="off")  # the turns alone, no passage passed over
 
-    def ids(question: str, variant: str) -> list[str]:
-        reply = service.answer(question, top_k=3, variants={"sub_queries": variant})
-        return [r["chunk_id"] for r in reply["retrieved"]]
-
     asks = split_asks(QUESTION)
     assert len(asks) == 2
-    lists = [ids(QUESTION, "off")] + [ids(ask, "off") for ask in asks]
-    turns = list(dict.fromkeys(hit for rank in range(3) for hits in lists for hit in hits[rank : rank + 1]))
+    lists = [_ids(service, QUESTION, "off")] + [_ids(service, ask, "off") for ask in asks]
+    turns = _turns(lists)
     asked = service.answer(QUESTION, top_k=3, variants={"sub_queries": "asks"})
     assert asked["variants"]["sub_queries"] == "asks" and "asked_candidates" in asked["timings_ms"]
     assert [r["chunk_id"] for r in asked["retrieved"]] == turns[:3]
@@ -84,7 +92,7 @@ def test_a_two_ask_question_searched_per_ask_takes_turns_between_the_lists(potte
     assert "kiln/firing.md" in retrieved_pages(asked)
     # A question of one ask is searched once, as before.
     one = "Which iron oxide glaze turns green in reduction?"
-    assert ids(one, "asks") == ids(one, "off")
+    assert _ids(service, one, "asks") == _ids(service, one, "off")
 
 
 # Two things asked in one clause: the wording rule (`asks`) reads one ask, a model reads two.
@@ -100,22 +108,18 @@ def test_the_model_s_queries_are_searched_as_asks_and_take_turns(pottery: Harbor
     }
     service = pottery.service(crag="off", distinct_passages="off", **model)
 
-    def ids(question: str, variant: str) -> list[str]:
-        reply = service.answer(question, top_k=3, variants={"sub_queries": variant})
-        return [r["chunk_id"] for r in reply["retrieved"]]
-
     assert split_asks(ONE_CLAUSE) == [ONE_CLAUSE]  # the wording rule reads one ask
     queries = model_queries(ONE_CLAUSE, LLMHarness.from_settings(Settings(**model)))  # temperature 0: the graph's
     assert 2 <= len(queries) <= 3, queries
-    lists = [ids(ONE_CLAUSE, "off")] + [ids(query, "off") for query in queries]
-    turns = list(dict.fromkeys(hit for rank in range(3) for hits in lists for hit in hits[rank : rank + 1]))
+    lists = [_ids(service, ONE_CLAUSE, "off")] + [_ids(service, query, "off") for query in queries]
+    turns = _turns(lists)
     asked = service.answer(ONE_CLAUSE, top_k=3, variants={"sub_queries": "model"})
     assert asked["variants"]["sub_queries"] == "model"
     assert [r["chunk_id"] for r in asked["retrieved"]] == turns[:3]
     assert "kiln/firing.md" in retrieved_pages(asked)
     # A question of one thing gets no queries: its one search, as with the variant off.
     one = "How hot is cone 10?"
-    assert ids(one, "model") == ids(one, "off")
+    assert _ids(service, one, "model") == _ids(service, one, "off")
 
 
 def test_a_model_that_is_down_leaves_the_whole_question_s_list(pottery: Harbor) -> None:
