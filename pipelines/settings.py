@@ -130,6 +130,14 @@ class Settings(BaseSettings):
         "the index held in memory; `off` the store's dense search alone. Needs the build's embedding cache "
         "(`RAGLINE_BUILD_SENTENCE_VECTORS`); without it, the store's list. docs/decisions/dense-units.md.",
     )
+    dense_feedback: Literal["off", "rocchio"] = Field(
+        "off",
+        description="Whether dense search runs a second time with the question's vector moved toward the vectors of "
+        "the first 3 fused hits (`rocchio`: the question's unit vector plus 0.5 times their mean), fused again with "
+        "the same BM25 list; the candidates keep the question's own cosines. Needs the sentence table of "
+        "`RAGLINE_DENSE_SENTENCES`; without it, the first list. `off`: one dense search. "
+        "docs/decisions/dense-feedback.md.",
+    )
     release_notes: Literal["keep", "defer"] = Field(
         "defer",
         description="Whether changelog pages (by file name or title) wait for questions about releases: `defer` (the "

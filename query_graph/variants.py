@@ -28,6 +28,7 @@ VARIANT_NODES: tuple[str, ...] = (
     "query_expansion",
     "dense_hubness",
     "dense_sentences",
+    "dense_feedback",
     "release_notes",
     "language_route",
     "rerank",

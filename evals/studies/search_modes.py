@@ -71,6 +71,7 @@ class SearchSetup:
     release_notes: bool = False  # changelog hits wait unless the question asks about releases (`release_notes=defer`)
     sentences: SentenceUnits | None = None  # dense hits ordered by their chunks' sentences too (`dense_sentences`)
     sentence_combine: str = "off"
+    dense_feedback: bool = False  # dense search again from the first hits' vectors (`dense_feedback=rocchio`)
     expand: Callable[[str], str] | None = None  # writes a question's passage (`query_expansion=passage`); None: off
     decompose: Callable[[str], list[str]] | None = None  # the model's sub-queries (`sub_queries=model`); None: off
 
@@ -111,6 +112,7 @@ class SearchSetup:
             units = SentenceUnitsCache(data_dir, own_shown_texts)
             values["sentences"] = units.source("eval", index, strategy, embedder)
             values["sentence_combine"] = settings.dense_sentences
+        values["dense_feedback"] = settings.dense_feedback == "rocchio"
         return cls(index=index, strategy=strategy, **{**values, **overrides})
 
     def originals_for(self, lanes: Sequence[Lane]) -> Originals | None:
@@ -149,6 +151,7 @@ class SearchSetup:
             release_notes=self.release_notes,
             sentences=self.sentences,
             sentence_combine=self.sentence_combine,
+            dense_feedback=self.dense_feedback and mode != "bm25",
         )
 
     def expanded(self, question: str, vector: np.ndarray, embedder: Embedder) -> tuple[np.ndarray, str]:

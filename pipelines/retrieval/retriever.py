@@ -22,6 +22,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
+import structlog
 
 from pipelines.adapters.registry import IndexVersion
 from pipelines.documents import Chunk, chunk_key, make_chunk_id
@@ -29,6 +30,7 @@ from pipelines.guardrails.screen import GuardrailPolicy, question_language, read
 from pipelines.ports import Embedder, Ranked, StoreUnavailable, VectorIndex
 from pipelines.retrieval.bm25 import MemoryBM25, MemoryBM25Cache
 from pipelines.retrieval.bridge_hop import asks_two, second_hop
+from pipelines.retrieval.dense_feedback import FEEDBACK_PASSAGES, moved_vector
 from pipelines.retrieval.expansion import expanded_terms
 from pipelines.retrieval.feedback import Feedback
 from pipelines.retrieval.fusion import HEADS
@@ -42,6 +44,8 @@ from pipelines.retrieval.vocabulary import language_words
 from pipelines.settings import Settings
 from pipelines.text import analysis
 from pipelines.text.asks import split_asks
+
+log = structlog.get_logger(__name__)
 
 
 @dataclass(frozen=True)
@@ -119,6 +123,7 @@ class RetrievalPlan:
     release_notes: bool = False  # `defer`: changelog hits wait unless the question asks about releases (`kept_hits`)
     sentences: SentenceUnits | None = None  # dense fusion also reads chunks' sentences (sentence_units.py)
     sentence_combine: str = "off"  # how a chunk's cosine and its best sentence's combine (`dense_sentences`)
+    dense_feedback: bool = False  # dense search again from the first hits' vectors (`dense_feedback=rocchio`)
 
     def dense(self, embedding: np.ndarray) -> list[list[Ranked]]:
         return [
@@ -307,7 +312,8 @@ class RetrievalPlan:
         else:
             sparse = self.sparse(question, expansion) if self.retrieval != "dense" else []
         order = self.sentences_ranked(dense, embedding)
-        return self.bridged(question, self.asked(question, self.fused(dense, sparse, question, order)))
+        fused = self.fed_back(question, self.fused(dense, sparse, question, order), embedding, dense, sparse)
+        return self.bridged(question, self.asked(question, fused))
 
     def sentences_ranked(self, dense: list[list[Ranked]], embedding: np.ndarray | None) -> list[list[Ranked]] | None:
         """The dense lists as fusion orders them when chunks are also read by their sentences (`sentences`,
@@ -316,6 +322,34 @@ class RetrievalPlan:
             return None
         languages = [lane.language for lane in self.lanes]
         return with_sentences(dense, languages, self.sentences, embedding, self.sentence_combine, self.candidates)
+
+    def fed_back(
+        self,
+        question: str,
+        candidates: list[Candidate],
+        embedding: np.ndarray | None,
+        dense: list[list[Ranked]],
+        sparse: list[list[Ranked]],
+    ) -> list[Candidate]:
+        """With `dense_feedback`, the fusion again after a dense search with the question's vector moved toward
+        the first fused hits' vectors (pipelines/retrieval/dense_feedback.py), with the same BM25 lists; the
+        candidates keep the question's own dense ranks and cosines (`dense`: a hit only the moved vector found has
+        none, as a BM25-only hit). Off, or without a sentence table to read the hits' vectors from: unchanged."""
+        if not self.dense_feedback or embedding is None or not dense or not candidates:
+            return candidates
+        keys = [chunk_key(c.chunk.chunk_id) for c in candidates[:FEEDBACK_PASSAGES]]
+        found: dict[str, np.ndarray] = {}
+        for lane in self.lanes:
+            table = self.sentences(lane.language) if self.sentences is not None else None
+            if table is not None:
+                found.update(table.vectors_of(keys))
+        if not found:
+            log.warning("dense_feedback_unavailable", reason="no sentence table holds the first hits' vectors")
+            return candidates
+        moved = moved_vector(embedding, np.stack(list(found.values())))
+        moved_dense = self.dense(moved)
+        order = self.sentences_ranked(moved_dense, moved) or moved_dense
+        return self.fused(dense, sparse if self.retrieval == "hybrid" else [], question, order)
 
     def asked(self, question: str, candidates: list[Candidate]) -> list[Candidate]:
         """With `sub_queries`, a question that asks two things or more (pipelines/text/asks.py) is also searched
@@ -508,6 +542,7 @@ def build_plan(
     release_notes: str = "keep",
     sentences: SentenceUnits | None = None,
     dense_sentences: str = "off",
+    dense_feedback: str = "off",
 ) -> RetrievalPlan:
     """The plan of one request from its variants (`retrieval` ... `distinct_passages`) and settings: the
     query graph's `retrieval_plan` node, and `ServedRetrieval` with the settings' defaults."""
@@ -534,6 +569,7 @@ def build_plan(
         hubness=hubness,
         sentences=sentences if dense_sentences != "off" else None,
         sentence_combine=dense_sentences,
+        dense_feedback=dense_feedback == "rocchio" and retrieval != "bm25",
         **hit_rules(
             retrieval,
             top_k,
@@ -634,6 +670,7 @@ SERVED_PROFILE = (
     "passages_per_page",
     "dense_hubness",
     "dense_sentences",
+    "dense_feedback",
     "release_notes",
     "language_route",
     "source_language",
@@ -704,6 +741,7 @@ class ServedRetrieval:
                 else None
             ),
             dense_sentences=s.dense_sentences,
+            dense_feedback=s.dense_feedback,
             **rule_settings(s),
         )
 

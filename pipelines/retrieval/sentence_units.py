@@ -69,6 +69,14 @@ class SentenceTable:
         return np.flatnonzero(np.r_[True, self.owner[1:] != self.owner[:-1]])
 
     @cached_property
+    def _rows(self) -> dict[str, int]:
+        return {key: row for row, key in enumerate(self.keys)}
+
+    def vectors_of(self, keys: Sequence[str]) -> dict[str, np.ndarray]:
+        """The chunk vectors of those of `keys` the table holds, by key."""
+        return {key: self.chunk_vectors[self._rows[key]] for key in keys if key in self._rows}
+
+    @cached_property
     def _language_array(self) -> np.ndarray:
         return np.asarray(self.languages)
 

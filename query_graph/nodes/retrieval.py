@@ -58,6 +58,7 @@ def retrieval_plan(
     dense_hubness: str = "off",  # the variant (graph config), as bm25_feedback
     sentence_units_cache: SentenceUnitsCache | None = None,
     dense_sentences: str = "off",  # the variant (graph config), as bm25_feedback
+    dense_feedback: str = "off",  # the variant (graph config), as bm25_feedback
     release_notes: str = "keep",  # the variant (graph config), as bm25_feedback
     bm25_analyzer: str = "plain",
     bm25_feedback_docs: int = 3,
@@ -106,6 +107,7 @@ def retrieval_plan(
         release_notes=release_notes,
         sentences=sentences,
         dense_sentences=dense_sentences,
+        dense_feedback=dense_feedback,
     )
 
 
@@ -219,19 +221,38 @@ def fused_candidates__bm25(
     return retrieval_plan.fused([], bm25_hits, question)
 
 
+@config.when(dense_feedback="rocchio")
+def fed_back_candidates__rocchio(
+    question: str,
+    fused_candidates: list[Candidate],
+    search_embedding: np.ndarray,
+    dense_hits: list[list[Ranked]],
+    feedback_bm25_hits: list[list[Ranked]],
+    retrieval_plan: RetrievalPlan,
+) -> list[Candidate]:
+    """The fusion again after a dense search with the question's vector moved toward the first fused hits' vectors
+    (pipelines/retrieval/dense_feedback.py); the same BM25 list, the question's own cosines kept."""
+    return retrieval_plan.fed_back(question, fused_candidates, search_embedding, dense_hits, feedback_bm25_hits)
+
+
+@config.when(dense_feedback="off")
+def fed_back_candidates__off(fused_candidates: list[Candidate]) -> list[Candidate]:
+    return fused_candidates
+
+
 @config.when(sub_queries="asks")
 def asked_candidates__asks(
-    question: str, fused_candidates: list[Candidate], retrieval_plan: RetrievalPlan
+    question: str, fed_back_candidates: list[Candidate], retrieval_plan: RetrievalPlan
 ) -> list[Candidate]:
     """A question that asks two things or more is also searched ask by ask, the lists taking turns
     (pipelines/retrieval/retriever.py `RetrievalPlan.asked`)."""
-    return retrieval_plan.asked(question, fused_candidates)
+    return retrieval_plan.asked(question, fed_back_candidates)
 
 
 @config.when(sub_queries="model")
 def asked_candidates__model(
     question: str,
-    fused_candidates: list[Candidate],
+    fed_back_candidates: list[Candidate],
     retrieval_plan: RetrievalPlan,
     llm_harness: LLMHarness,
     llm_structured_output: str,
@@ -248,12 +269,12 @@ def asked_candidates__model(
             log.warning("sub_queries_unavailable", error=str(exc))
             return []
 
-    return replace(retrieval_plan, decompose=queries).asked(question, fused_candidates)
+    return replace(retrieval_plan, decompose=queries).asked(question, fed_back_candidates)
 
 
 @config.when(sub_queries="off")
-def asked_candidates__off(fused_candidates: list[Candidate]) -> list[Candidate]:
-    return fused_candidates
+def asked_candidates__off(fed_back_candidates: list[Candidate]) -> list[Candidate]:
+    return fed_back_candidates
 
 
 @config.when(bridge_hop="on")
