@@ -135,8 +135,8 @@ class Settings(BaseSettings):
         description="Whether dense search runs a second time with the question's vector moved toward the vectors of "
         "the first 3 fused hits (`rocchio`: the question's unit vector plus 0.5 times their mean), fused again with "
         "the same BM25 list; the candidates keep the question's own cosines. Needs the sentence table of "
-        "`RAGLINE_DENSE_SENTENCES`; without it, the first list. `off`: one dense search. "
-        "docs/decisions/dense-feedback.md.",
+        "`RAGLINE_DENSE_SENTENCES`; without it, the first list. `off`: one dense search (the default: `rocchio` failed "
+        "its rule on fourteen fresh corpora). docs/decisions/dense-feedback.md.",
     )
     release_notes: Literal["keep", "defer"] = Field(
         "defer",
