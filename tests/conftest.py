@@ -18,6 +18,7 @@ from pipelines.profiles import Stores, open_stores
 from pipelines.settings import Settings
 from tests.corpus import write_corpus
 from tests.llm_gguf import GgufServer, gguf_server
+from tests.query_graph.harbor import Harbor, harbor_index
 
 os.environ.setdefault("HF_HUB_OFFLINE", "1")
 os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
@@ -91,3 +92,10 @@ def gguf_llm(tmp_path_factory: pytest.TempPathFactory) -> Iterator[GgufServer]:
     """The packaged language model behind llama-cpp-python's server on loopback, one for the whole run."""
     with gguf_server(tmp_path_factory.mktemp("llm")) as server:
         yield server
+
+
+@pytest.fixture(scope="module")
+def harbor(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Harbor]:
+    """The harbor fixture corpus (tests/query_graph/harbor.py), indexed once per test module that asks for it."""
+    with harbor_index(tmp_path_factory.mktemp("harbor"), request) as index:
+        yield index

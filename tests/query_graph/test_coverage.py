@@ -2,17 +2,7 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import pytest
-
-from tests.query_graph.harbor import Harbor, harbor_index
-
-
-@pytest.fixture(scope="module")
-def harbor(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Harbor]:
-    with harbor_index(tmp_path_factory.mktemp("harbor"), request) as index:
-        yield index
+from tests.query_graph.harbor import Harbor
 
 
 def test_an_unknown_name_gets_no_answer_that_says_what_is_missing(harbor: Harbor) -> None:

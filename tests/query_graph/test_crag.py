@@ -2,22 +2,14 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import pytest
 
 from pipelines.answering.crag import Bands, action, fit_bands, knowledge_strips, rewrite_query
 from pipelines.text.analysis import analyzer
-from tests.query_graph.harbor import Harbor, harbor_index
+from tests.query_graph.harbor import Harbor
 
 OFF_TOPIC = "What is the boiling point of mercury in kelvin?"
 PORT_Q = "Which port does the harbor dashboard listen on?"
-
-
-@pytest.fixture(scope="module")
-def harbor(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Harbor]:
-    with harbor_index(tmp_path_factory.mktemp("harbor"), request) as index:
-        yield index
 
 
 def test_action_follows_the_bands() -> None:

@@ -10,29 +10,20 @@ things, about ten seconds each on 2 cores.
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any
-
-import pytest
 
 from pipelines.answering.citations import markers, split_sentences, strip_markers
 from query_graph.nodes.generation import Draft
 from query_graph.streaming import stream_answer
 from tests.llm_gguf import GgufServer
-from tests.query_graph.harbor import Harbor, harbor_index
+from tests.query_graph.harbor import Harbor
 
 PORT_Q = "Which port does the harbor dashboard listen on?"
 UNANSWERED_Q = "Which port does harbor sync use to upload artefacts?"
 RETENTION_Q = "How long does harbor keep build logs?"
 LITELLM = {"generator": "litellm"}
-
-
-@pytest.fixture(scope="module")
-def harbor(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Harbor]:
-    with harbor_index(tmp_path_factory.mktemp("harbor"), request) as index:
-        yield index
 
 
 def _settings(llm: GgufServer, deadline: float = 300.0) -> dict[str, Any]:

@@ -7,7 +7,6 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Iterator
 
 import pytest
 
@@ -31,16 +30,10 @@ from pipelines.answering.litellm_generator import (
 )
 from query_graph.service import QueryFailed
 from tests.llm_loopback import closed_port, loopback_llm
-from tests.query_graph.harbor import Harbor, harbor_index
+from tests.query_graph.harbor import Harbor
 
 PORT_Q = "Which port does the harbor dashboard listen on?"
 LITELLM = {"generator": "litellm"}
-
-
-@pytest.fixture(scope="module")
-def harbor(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Harbor]:
-    with harbor_index(tmp_path_factory.mktemp("harbor"), request) as index:
-        yield index
 
 
 def llm_settings(api_base: str, **extra: object) -> dict[str, object]:

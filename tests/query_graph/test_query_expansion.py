@@ -5,22 +5,13 @@ graph gives without expansion, never an error."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
-
-import pytest
 
 from tests.llm_gguf import GgufServer
 from tests.llm_loopback import closed_port
-from tests.query_graph.harbor import Harbor, harbor_index
+from tests.query_graph.harbor import Harbor
 
 QUESTION = "How do I get rid of stale stuff that piles up in the registry?"
-
-
-@pytest.fixture(scope="module")
-def harbor(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Harbor]:
-    with harbor_index(tmp_path_factory.mktemp("harbor"), request) as index:
-        yield index
 
 
 def _ids(reply: dict[str, object]) -> list[str]:

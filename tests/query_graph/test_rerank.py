@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import shutil
-from collections.abc import Iterator
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 
@@ -12,15 +11,9 @@ import pytest
 from pipelines.adapters.model_catalogue import CATALOGUE, resolve
 from pipelines.retrieval.rerank import CrossEncoderReranker, RerankUnavailable, reranked_order
 from query_graph.service import QueryFailed
-from tests.query_graph.harbor import Harbor, harbor_index
+from tests.query_graph.harbor import Harbor
 
 RERANKER = "ms-marco-MiniLM-L-12-v2-int8"
-
-
-@pytest.fixture(scope="module")
-def harbor(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Harbor]:
-    with harbor_index(tmp_path_factory.mktemp("harbor"), request) as index:
-        yield index
 
 
 def test_cross_encoder_puts_the_answering_passage_first() -> None:

@@ -3,7 +3,6 @@ RRF / weighted RRF / DBSF, filters, per-request top_k and variants, and a corrup
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from pathlib import Path
 
 import pytest
@@ -14,15 +13,9 @@ from pipelines.profiles import Stores
 from pipelines.retrieval.retriever import Candidate
 from pipelines.settings import Settings
 from query_graph.service import QueryFailed, QueryService
-from tests.query_graph.harbor import Harbor, harbor_index
+from tests.query_graph.harbor import Harbor
 
 PORT_Q = "Which port does the harbor dashboard listen on?"
-
-
-@pytest.fixture(scope="module")
-def harbor(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Harbor]:
-    with harbor_index(tmp_path_factory.mktemp("harbor"), request) as index:
-        yield index
 
 
 @pytest.mark.parametrize("retrieval", ["dense", "bm25", "hybrid"])

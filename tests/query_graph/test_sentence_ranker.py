@@ -3,7 +3,7 @@ packaged cross-encoder (`cross_encoder`), on real chunks and the real model."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator, Sequence
+from collections.abc import Sequence
 
 import pytest
 
@@ -12,7 +12,7 @@ from pipelines.documents import Chunk
 from pipelines.retrieval.rerank import CrossEncoderReranker
 from pipelines.text.language import LanguageGuess
 from query_graph.nodes.generation import answer_sentence_ranker__cross_encoder
-from tests.query_graph.harbor import Harbor, harbor_index
+from tests.query_graph.harbor import Harbor
 
 QUESTION = "Which port does the harbor dashboard listen on?"
 # The first sentence repeats the question's words and answers nothing; the second answers with few of them.
@@ -27,12 +27,6 @@ CHUNK = Chunk(
 @pytest.fixture(scope="module")
 def reranker() -> CrossEncoderReranker:
     return CrossEncoderReranker("ms-marco-MiniLM-L-12-v2-int8")
-
-
-@pytest.fixture(scope="module")
-def harbor(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Harbor]:
-    with harbor_index(tmp_path_factory.mktemp("harbor"), request) as index:
-        yield index
 
 
 def test_the_cross_encoder_quotes_the_sentence_that_answers_not_the_one_repeating_the_question(

@@ -30,12 +30,6 @@ SETTINGS: list[dict[str, Any]] = [
 
 
 @pytest.fixture(scope="module")
-def harbor(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Harbor]:
-    with harbor_index(tmp_path_factory.mktemp("harbor"), request) as index:
-        yield index
-
-
-@pytest.fixture(scope="module")
 def agent_docs(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Harbor]:
     with harbor_index(tmp_path_factory.mktemp("agent"), request, PAGES) as index:
         yield index

@@ -4,22 +4,15 @@ The litellm cases run against the loopback OpenAI-compatible server (tests/llm_l
 from __future__ import annotations
 
 import time
-from collections.abc import Iterator
 
 import pytest
 
 from query_graph.service import QueryFailed
 from query_graph.streaming import stream_answer
 from tests.llm_loopback import closed_port, loopback_llm
-from tests.query_graph.harbor import Harbor, harbor_index
+from tests.query_graph.harbor import Harbor
 
 PORT_Q = "Which port does the harbor dashboard listen on?"
-
-
-@pytest.fixture(scope="module")
-def harbor(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Harbor]:
-    with harbor_index(tmp_path_factory.mktemp("harbor"), request) as index:
-        yield index
 
 
 def test_extractive_stream_releases_sentences_then_the_final_reply(harbor: Harbor) -> None:

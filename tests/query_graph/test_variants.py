@@ -5,7 +5,6 @@ a driver for every variant value of every node takes one question through the wh
 from __future__ import annotations
 
 import inspect
-from collections.abc import Iterator
 from typing import Any, get_args
 
 import pytest
@@ -16,7 +15,7 @@ from query_graph.driver import MODULES
 from query_graph.service import QueryFailed, QueryService
 from query_graph.variants import SETTINGS_ONLY, VARIANTS, default_variants
 from tests.llm_loopback import closed_port
-from tests.query_graph.harbor import Harbor, harbor_index
+from tests.query_graph.harbor import Harbor
 
 PORT_Q = "Which port does the harbor dashboard listen on?"
 ALL = [(node, name) for node, names in VARIANTS.items() for name in names]
@@ -77,12 +76,6 @@ def test_config_when_functions_answer_to_the_declared_names() -> None:
                 assert g.get(n) == f"{n}__{name}", f"{node}={name}: node {n} comes from {g.get(n)}, not {n}__{name}"
     orphans = variant_functions() - chosen
     assert not orphans, f"@config.when functions no declared variant chooses: {sorted(orphans)}"
-
-
-@pytest.fixture(scope="module")
-def harbor(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Harbor]:
-    with harbor_index(tmp_path_factory.mktemp("harbor"), request) as index:
-        yield index
 
 
 @pytest.fixture

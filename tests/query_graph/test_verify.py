@@ -3,7 +3,6 @@ graph."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
 from typing import Any
 
 import pytest
@@ -13,16 +12,10 @@ from query_graph.nodes.generation import Draft
 from query_graph.service import QueryFailed
 from tests.llm_gguf import GgufServer
 from tests.llm_loopback import closed_port, loopback_llm
-from tests.query_graph.harbor import Harbor, harbor_index
+from tests.query_graph.harbor import Harbor
 
 PORT_Q = "Which port does the harbor dashboard listen on?"
 PASSAGE = "The dashboard listens on port 7420 by default. Set `HARBOR_PORT` to choose another port."
-
-
-@pytest.fixture(scope="module")
-def harbor(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Harbor]:
-    with harbor_index(tmp_path_factory.mktemp("harbor"), request) as index:
-        yield index
 
 
 def test_support_score_asks_whether_the_text_says_it() -> None:

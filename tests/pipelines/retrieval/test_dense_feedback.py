@@ -2,14 +2,12 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import numpy as np
 import pytest
 from structlog.testing import capture_logs
 
 from pipelines.retrieval.dense_feedback import moved_vector
-from tests.query_graph.harbor import Harbor, harbor_index
+from tests.query_graph.harbor import Harbor
 
 QUESTION = "Which port does the harbor dashboard listen on?"
 
@@ -32,12 +30,6 @@ def test_the_question_moves_toward_the_mean_of_its_first_hits_and_stays_unit_len
     # No hit to read: the question's own unit vector; weight 0: the same.
     assert np.allclose(moved_vector(question, np.zeros((0, 3), np.float32)), _unit(1.0, 0.0, 0.0))
     assert np.allclose(moved_vector(question, hits, 0.0), _unit(1.0, 0.0, 0.0))
-
-
-@pytest.fixture(scope="module")
-def harbor(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Harbor]:
-    with harbor_index(tmp_path_factory.mktemp("harbor"), request) as index:
-        yield index
 
 
 def test_the_variant_searches_again_in_the_graph_and_keeps_the_questions_cosines(harbor: Harbor) -> None:

@@ -3,15 +3,13 @@ table built from a real index and its embedding cache."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import numpy as np
 import pytest
 
 from pipelines.documents import chunk_key
 from pipelines.ports import Ranked
 from pipelines.retrieval.hubness import HubnessCache, neighbour_similarity, penalised
-from tests.query_graph.harbor import Harbor, harbor_index
+from tests.query_graph.harbor import Harbor
 
 
 def test_a_vector_near_all_others_has_the_highest_neighbour_similarity() -> None:
@@ -34,12 +32,6 @@ def test_the_discount_reorders_a_hub_below_a_closer_specific_chunk() -> None:
     assert penalised(hits, None) == hits  # no table: the dense list as it was
     unknown = penalised([Ranked("hub", 0.82), Ranked("new", 0.80)], {"hub": 0.90, "page": 0.70})
     assert [h.key for h in unknown] == ["new", "hub"]  # a chunk without a figure counts the mean: 0.80 - 0.40
-
-
-@pytest.fixture(scope="module")
-def harbor(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Harbor]:
-    with harbor_index(tmp_path_factory.mktemp("harbor"), request) as index:
-        yield index
 
 
 def test_the_table_covers_every_chunk_of_a_built_index_and_is_built_once(harbor: Harbor) -> None:

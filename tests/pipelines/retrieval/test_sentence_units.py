@@ -3,8 +3,6 @@ index and its embedding cache, and the variant in the graph."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import numpy as np
 import pytest
 
@@ -12,7 +10,7 @@ from pipelines.answering.sentence_vectors import own_shown_texts
 from pipelines.documents import chunk_key
 from pipelines.ports import Ranked
 from pipelines.retrieval.sentence_units import SentenceTable, SentenceUnitsCache, with_sentences
-from tests.query_graph.harbor import Harbor, harbor_index
+from tests.query_graph.harbor import Harbor
 
 
 def _unit(*values: float) -> np.ndarray:
@@ -57,12 +55,6 @@ def test_one_table_serves_every_lane_each_with_its_own_languages_chunks() -> Non
     assert [h.key for h in table.ranked(question, "max", 5, "en")] == ["en-a", "en-b"]
     assert [h.key for h in table.ranked(question, "max", 5, "de")] == ["de-a"]
     assert [h.key for h in table.ranked(question, "max", 5)] == ["en-a", "de-a", "en-b"]  # the whole-index lane
-
-
-@pytest.fixture(scope="module")
-def harbor(tmp_path_factory: pytest.TempPathFactory, request: pytest.FixtureRequest) -> Iterator[Harbor]:
-    with harbor_index(tmp_path_factory.mktemp("harbor"), request) as index:
-        yield index
 
 
 def test_the_table_holds_every_chunk_and_its_own_sentences_from_the_build(harbor: Harbor) -> None:
