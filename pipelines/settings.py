@@ -138,11 +138,12 @@ class Settings(BaseSettings):
         "`RAGLINE_DENSE_SENTENCES`; without it, the first list. `off`: one dense search (the default: `rocchio` failed "
         "its rule on fourteen fresh corpora). docs/decisions/dense-feedback.md.",
     )
-    release_notes: Literal["keep", "defer"] = Field(
+    release_notes: Literal["keep", "defer", "defer_but_first"] = Field(
         "defer",
         description="Whether changelog pages (by file name or title) wait for questions about releases: `defer` (the "
         "default since 2026-12-06), a question naming no version and no word such as release, changed or deprecated "
-        "reads their hits only when too few hits of other pages were found; `keep`, the fused order as it is. "
+        "reads their hits only when too few hits of other pages were found; `defer_but_first`, the same except that "
+        "the fused list's first hit never waits; `keep`, the fused order as it is. "
         "docs/decisions/release-notes.md.",
     )
     dense_unit_tokens: int = Field(

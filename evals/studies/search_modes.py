@@ -69,6 +69,7 @@ class SearchSetup:
     embedder: Embedder | None = None  # embeds the asks of `sub_queries` (the question's own embedding is given)
     hubness: Hubness | None = None  # dense hits discounted by their chunk's hubness (`dense_hubness=csls`)
     release_notes: bool = False  # changelog hits wait unless the question asks about releases (`release_notes=defer`)
+    release_notes_first: bool = False  # but the fused first hit (`release_notes=defer_but_first`)
     sentences: SentenceUnits | None = None  # dense hits ordered by their chunks' sentences too (`dense_sentences`)
     sentence_combine: str = "off"
     dense_feedback: bool = False  # dense search again from the first hits' vectors (`dense_feedback=rocchio`)
@@ -149,6 +150,7 @@ class SearchSetup:
             per_page=self.per_page,
             hubness=self.hubness,
             release_notes=self.release_notes,
+            release_notes_first=self.release_notes_first,
             sentences=self.sentences,
             sentence_combine=self.sentence_combine,
             dense_feedback=self.dense_feedback and mode != "bm25",

@@ -121,6 +121,7 @@ class RetrievalPlan:
         None  # fusion reads dense hits less their chunk's hubness (pipelines/retrieval/hubness.py)
     )
     release_notes: bool = False  # `defer`: changelog hits wait unless the question asks about releases (`kept_hits`)
+    release_notes_first: bool = False  # `defer_but_first`: the fused list's first hit never waits (`kept_hits`)
     sentences: SentenceUnits | None = None  # dense fusion also reads chunks' sentences (sentence_units.py)
     sentence_combine: str = "off"  # how a chunk's cosine and its best sentence's combine (`dense_sentences`)
     dense_feedback: bool = False  # dense search again from the first hits' vectors (`dense_feedback=rocchio`)
@@ -237,13 +238,14 @@ class RetrievalPlan:
         `RAGLINE_CHUNK_CONTEXT_TOKENS`), and a second copy of a passage would take one of the few places
         the generator reads. With `per_page`, a page's hits past that many wait while other pages' hits are
         kept, and fill whatever places are left, in fused order; with `defer_release_notes`, so do the hits
-        of changelog pages (pipelines/retrieval/release_notes.py). Payloads are read in batches until `keep`
-        hits are found."""
+        of changelog pages (pipelines/retrieval/release_notes.py), except the fused list's first hit with
+        `release_notes_first`. Payloads are read in batches until `keep` hits are found."""
         if not self.distinct and not self.per_page and not defer_release_notes:
             head = fused[: self.keep]
             return head, self._payloads([key for key, _ in head])
         kept: list[tuple[str, float]] = []
         deferred: list[tuple[str, float]] = []  # over `per_page`, or release notes: they wait for places left
+        first = fused[0][0] if fused and self.release_notes_first else None  # `defer_but_first`: it never waits
         pages: Counter[str] = Counter()
         chunks: dict[str, Chunk] = {}
         start = 0
@@ -259,7 +261,7 @@ class RetrievalPlan:
                 if chunk is not None and self.per_page and pages[chunk.document_id] >= self.per_page:
                     deferred.append((key, score))
                     continue
-                if chunk is not None and _waits(chunk, defer_release_notes):
+                if chunk is not None and key != first and _waits(chunk, defer_release_notes):
                     deferred.append((key, score))
                     continue
                 if chunk is not None:
@@ -507,7 +509,8 @@ def hit_rules(
         "distinct": distinct_passages == "on",
         "sub_queries": sub_queries == "asks",
         "per_page": passages_per_page,
-        "release_notes": release_notes == "defer",
+        "release_notes": release_notes in ("defer", "defer_but_first"),
+        "release_notes_first": release_notes == "defer_but_first",
     }
 
 

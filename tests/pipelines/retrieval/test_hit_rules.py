@@ -28,11 +28,14 @@ def test_variant_names_become_behaviour() -> None:
         "sub_queries": True,
         "per_page": 2,
         "release_notes": True,
+        "release_notes_first": False,
     }
+    first = hit_rules("hybrid", 7, **{**on, "release_notes": "defer_but_first"})
+    assert first["release_notes"] and first["release_notes_first"]
     off = dict(bm25_feedback="off", bridge_hop="off", distinct_passages="off", sub_queries="off", release_notes="keep")
     rules = hit_rules("hybrid", 7, **off)
     assert not rules["feedback"].on and rules["bridge_depth"] == 0 and not rules["distinct"]
-    assert not rules["sub_queries"] and not rules["release_notes"]
+    assert not rules["sub_queries"] and not rules["release_notes"] and not rules["release_notes_first"]
     # The second hop follows hybrid retrieval only: dense or BM25 alone never runs it.
     assert hit_rules("dense", 7, **on)["bridge_depth"] == 0
 

@@ -1,5 +1,6 @@
 """`convex_kept_heads`: each list's first hits that retrieval keeps lead the fused list (a changelog hit that waits,
-or a copy of a better passage, is not counted among them), on a real index of the fixture corpus."""
+or a copy of a better passage, is not counted among them), and `release_notes=defer_but_first`: the fused first hit
+never waits; on a real index of the fixture corpus."""
 
 from __future__ import annotations
 
@@ -18,12 +19,12 @@ from pipelines.settings import Settings
 CHANGELOG = "# Changelog\n\n## 2.0\n\nThe `harbor sync` command now retries a failed upload three times.\n"
 
 
-def plan(index: VectorIndex, version: str, distinct: bool) -> RetrievalPlan:
+def plan(index: VectorIndex, version: str, distinct: bool, first: bool = False) -> RetrievalPlan:
     return RetrievalPlan(
         retrieval="hybrid", bm25_engine="qdrant", fusion="convex_kept_heads", embedder=None,
         vector_index=index, bm25_memory=MemoryBM25Cache(), index_version=version,
         strategy=None, lanes=(Lane("en", True, "en"),), candidates=20, keep=5, rrf_k=60, fusion_weights=(1.0, 1.0),
-        distinct=distinct, release_notes=True,
+        distinct=distinct, release_notes=True, release_notes_first=first,
     )  # fmt: skip
 
 
@@ -57,3 +58,27 @@ def check(index: VectorIndex, version: str) -> None:
         cli,
         7.5,
     )
+
+
+def test_with_defer_but_first_the_fused_first_changelog_hit_keeps_its_place(
+    settings: Settings, stores: Stores, corpus: Path
+) -> None:
+    (corpus / "changes.md").write_text(CHANGELOG)
+    (corpus / "release-notes.md").write_text(CHANGELOG.replace("2.0", "1.9"))
+    version = build_index(settings, stores, BuildRequest.from_settings(settings)).version
+    active = stores.registry.get(version)
+    assert active is not None
+    index = stores.open_index(active.location)
+    try:
+        first = {c.document_id: chunk_key(c.chunk_id) for c in index.scroll_chunks()}
+        changes, notes = first["changes.md"], first["release-notes.md"]
+        cli, config = first["reference/cli.md"], first["guide/config.md"]
+        fused = [(changes, 9.0), (cli, 8.0), (notes, 7.5), (config, 7.0)]
+        kept = [key for key, _ in plan(index, version, distinct=False, first=True).kept_hits(fused, True)[0]]
+        assert kept == [changes, cli, config, notes]  # the first stays; the other changelog hit waits
+        waited = [key for key, _ in plan(index, version, distinct=False).kept_hits(fused, True)[0]]
+        assert waited == [cli, config, changes, notes]  # `defer`: every changelog hit waits
+        # A question about releases: nothing waits, with either.
+        assert plan(index, version, distinct=False, first=True).kept_hits(fused, False)[0] == fused
+    finally:
+        index.close()
