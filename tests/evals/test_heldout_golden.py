@@ -43,7 +43,8 @@ SETS = {"alembic": "al", "coverage": "cv", "markdown": "md", "werkzeug": "wz", "
         "django-extensions": "dx", "agate": "ag", "pygit2": "gt",
         "django-channels": "dc", "kitchen": "ki", "pynacl": "na",
         "gevent": "gv", "sqlobject": "so", "lxml": "lx", "h5py": "h5", "flask-sqlalchemy": "fq", "ipyparallel": "ip",
-        "distributed": "dd", "lmfit": "lm", "notebook": "nb", "bidict": "bi", "apispec": "ap", "fonttools": "ft", "ipython": "iy"}  # fmt: skip
+        "distributed": "dd", "lmfit": "lm", "notebook": "nb", "bidict": "bi", "apispec": "ap", "fonttools": "ft", "ipython": "iy",
+        "dask": "dk", "mdanalysis": "mn"}  # fmt: skip
 
 TYPES = {"single-fact", "paraphrase", "identifier", "list", "comparison", "multi-page", "false-premise",
          "unanswerable", "off-topic", "vague"}  # fmt: skip
