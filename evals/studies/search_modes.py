@@ -153,7 +153,7 @@ class SearchSetup:
             release_notes_first=self.release_notes_first,
             sentences=self.sentences,
             sentence_combine=self.sentence_combine,
-            dense_feedback=self.dense_feedback and mode != "bm25",
+            dense_feedback=self.dense_feedback,
         )
 
     def expanded(self, question: str, vector: np.ndarray, embedder: Embedder) -> tuple[np.ndarray, str]:

@@ -336,8 +336,9 @@ class RetrievalPlan:
         """With `dense_feedback`, the fusion again after a dense search with the question's vector moved toward
         the first fused hits' vectors (pipelines/retrieval/dense_feedback.py), with the same BM25 lists; the
         candidates keep the question's own dense ranks and cosines (`dense`: a hit only the moved vector found has
-        none, as a BM25-only hit). Off, or without a sentence table to read the hits' vectors from: unchanged."""
-        if not self.dense_feedback or embedding is None or not dense or not candidates:
+        none, as a BM25-only hit). Off, BM25 alone, or without a sentence table to read the hits' vectors from:
+        unchanged."""
+        if not self.dense_feedback or self.retrieval == "bm25" or embedding is None or not dense or not candidates:
             return candidates
         keys = [chunk_key(c.chunk.chunk_id) for c in candidates[:FEEDBACK_PASSAGES]]
         found: dict[str, np.ndarray] = {}
@@ -572,7 +573,7 @@ def build_plan(
         hubness=hubness,
         sentences=sentences if dense_sentences != "off" else None,
         sentence_combine=dense_sentences,
-        dense_feedback=dense_feedback == "rocchio" and retrieval != "bm25",
+        dense_feedback=dense_feedback == "rocchio",
         **hit_rules(
             retrieval,
             top_k,

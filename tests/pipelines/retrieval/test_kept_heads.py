@@ -4,6 +4,8 @@ never waits; on a real index of the fixture corpus."""
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+from contextlib import contextmanager
 from pathlib import Path
 
 from assets.build import build_index
@@ -28,16 +30,23 @@ def plan(index: VectorIndex, version: str, distinct: bool, first: bool = False) 
     )  # fmt: skip
 
 
-def test_a_waiting_changelog_hit_does_not_take_a_head(settings: Settings, stores: Stores, corpus: Path) -> None:
-    (corpus / "changes.md").write_text(CHANGELOG)
+@contextmanager
+def indexed(settings: Settings, stores: Stores) -> Iterator[tuple[VectorIndex, str]]:
+    """The fixture corpus as it stands, built and opened; closed afterwards."""
     version = build_index(settings, stores, BuildRequest.from_settings(settings)).version
     active = stores.registry.get(version)
     assert active is not None
     index = stores.open_index(active.location)
     try:
-        check(index, version)
+        yield index, version
     finally:
         index.close()
+
+
+def test_a_waiting_changelog_hit_does_not_take_a_head(settings: Settings, stores: Stores, corpus: Path) -> None:
+    (corpus / "changes.md").write_text(CHANGELOG)
+    with indexed(settings, stores) as (index, version):
+        check(index, version)
 
 
 def check(index: VectorIndex, version: str) -> None:
@@ -65,11 +74,7 @@ def test_with_defer_but_first_the_fused_first_changelog_hit_keeps_its_place(
 ) -> None:
     (corpus / "changes.md").write_text(CHANGELOG)
     (corpus / "release-notes.md").write_text(CHANGELOG.replace("2.0", "1.9"))
-    version = build_index(settings, stores, BuildRequest.from_settings(settings)).version
-    active = stores.registry.get(version)
-    assert active is not None
-    index = stores.open_index(active.location)
-    try:
+    with indexed(settings, stores) as (index, version):
         first = {c.document_id: chunk_key(c.chunk_id) for c in index.scroll_chunks()}
         changes, notes = first["changes.md"], first["release-notes.md"]
         cli, config = first["reference/cli.md"], first["guide/config.md"]
@@ -80,5 +85,3 @@ def test_with_defer_but_first_the_fused_first_changelog_hit_keeps_its_place(
         assert waited == [cli, config, changes, notes]  # `defer`: every changelog hit waits
         # A question about releases: nothing waits, with either.
         assert plan(index, version, distinct=False, first=True).kept_hits(fused, False)[0] == fused
-    finally:
-        index.close()
